@@ -1,0 +1,138 @@
+"""The kinds kctl serves: built-in ones and those that CustomResourceDefinitions add.
+
+Everything that turns a user's word ("deploy", "pods", "Deployment.apps") or an object's
+apiVersion/kind into a ResourceType goes through here: the API layer, admission, the CLI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from kctl.api.errors import BadRequest
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """One kind at one API version, and how it is named and scoped."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    #: a CRD's kind carries its openAPIV3Schema here; built-ins use schemas/.
+    crd_schema: dict | None = field(default=None, compare=False, hash=False)
+    has_status: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def group_kind(self) -> str:
+        """The store's key for the kind: `Deployment.apps`, `Pod` (version-free)."""
+        return f"{self.kind}.{self.group}" if self.group else self.kind
+
+    @property
+    def group_resource(self) -> str:
+        """kubectl's name in messages: `deployments.apps`, `pods`."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def is_custom(self) -> bool:
+        return self.crd_schema is not None
+
+    @property
+    def schema_name(self) -> str:
+        """File name of the kind's JSON Schema in schemas/ (pod-v1.json, deployment-apps-v1.json)."""
+        parts = [self.kind.lower()]
+        if self.group:
+            parts.append(self.group.split(".")[0] if self.group.endswith(".k8s.io") else self.group)
+        parts.append(self.version)
+        return "-".join(parts) + ".json"
+
+
+def _rt(group: str, version: str, kind: str, plural: str, namespaced: bool, *short: str,
+        has_status: bool = True) -> ResourceType:
+    return ResourceType(group, version, kind, plural, namespaced, tuple(short), has_status=has_status)
+
+
+KCTL_GROUP = "kctl.io"
+
+BUILTIN: tuple[ResourceType, ...] = (
+    _rt("", "v1", "Namespace", "namespaces", False, "ns"),
+    _rt("", "v1", "Node", "nodes", False, "no"),
+    _rt("", "v1", "Pod", "pods", True, "po"),
+    _rt("", "v1", "Service", "services", True, "svc"),
+    _rt("", "v1", "Endpoints", "endpoints", True, "ep", has_status=False),
+    _rt("", "v1", "ConfigMap", "configmaps", True, "cm", has_status=False),
+    _rt("", "v1", "Secret", "secrets", True, has_status=False),
+    _rt("", "v1", "Event", "events", True, "ev", has_status=False),
+    _rt("apps", "v1", "Deployment", "deployments", True, "deploy"),
+    _rt("apps", "v1", "ReplicaSet", "replicasets", True, "rs"),
+    _rt("apps", "v1", "DaemonSet", "daemonsets", True, "ds"),
+    _rt("batch", "v1", "Job", "jobs", True),
+    _rt("batch", "v1", "CronJob", "cronjobs", True, "cj"),
+    _rt("coordination.k8s.io", "v1", "Lease", "leases", True, has_status=False),
+    _rt("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
+        "crd", "crds"),
+    _rt(KCTL_GROUP, "v1alpha1", "MutatingAdmissionHook", "mutatingadmissionhooks", False, "mhook",
+        has_status=False),
+    _rt(KCTL_GROUP, "v1alpha1", "ValidatingAdmissionHook", "validatingadmissionhooks", False, "vhook",
+        has_status=False),
+)
+
+
+class Registry:
+    """Lookup of ResourceTypes by apiVersion+kind or by any name kubectl accepts."""
+
+    def __init__(self, types: Iterable[ResourceType] = BUILTIN) -> None:
+        self._types: list[ResourceType] = []
+        self._by_gvk: dict[tuple[str, str], ResourceType] = {}
+        self._by_name: dict[str, list[ResourceType]] = {}
+        for rt in types:
+            self.add(rt)
+
+    def add(self, rt: ResourceType) -> None:
+        self._types.append(rt)
+        self._by_gvk[(rt.api_version, rt.kind)] = rt
+        for name in {rt.plural, rt.singular, rt.kind.lower(), *rt.short_names}:
+            self._by_name.setdefault(name, []).append(rt)
+            if rt.group:
+                self._by_name.setdefault(f"{name}.{rt.group}", []).append(rt)
+
+    def __iter__(self):
+        return iter(self._types)
+
+    def for_object(self, obj: dict) -> ResourceType:
+        """The type named by an object's apiVersion and kind; BadRequest if kctl has none."""
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if not isinstance(kind, str) or not kind:
+            raise BadRequest("kind: Required value: every object needs a kind")
+        if not isinstance(api_version, str) or not api_version:
+            raise BadRequest("apiVersion: Required value: every object needs an apiVersion")
+        rt = self._by_gvk.get((api_version, kind))
+        if rt is None:
+            raise BadRequest(f'no matches for kind "{kind}" in version "{api_version}"')
+        return rt
+
+    def by_group_kind(self, group_kind: str) -> ResourceType | None:
+        return next((rt for rt in self._types if rt.group_kind == group_kind), None)
+
+    def lookup(self, name: str) -> ResourceType:
+        """kubectl's resource argument: plural, singular, short name or Kind, optionally `.group`."""
+        key = name.lower()
+        found = self._by_name.get(key) or self._by_name.get(key.split("/")[0])
+        if not found:
+            raise BadRequest(f'the server doesn\'t have a resource type "{name}"')
+        return found[0]
+
+
+def builtin_registry() -> Registry:
+    return Registry(BUILTIN)
