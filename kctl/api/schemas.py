@@ -96,7 +96,7 @@ def openapi_to_json_schema(node: dict, *, structural: bool = True) -> dict:
         return node
     out: dict = {}
     for key, value in node.items():
-        if key in _DROPPED:
+        if key in _DROPPED or value is None:  # null is "not set", as when Kubernetes decodes it
             continue
         if key == "properties" and isinstance(value, dict):
             out[key] = {name: openapi_to_json_schema(sub) for name, sub in value.items()}

@@ -1,0 +1,50 @@
+"""The admission chain every write passes, in Kubernetes' order.
+
+defaulting -> mutating hooks -> schema validation -> Pod Security -> validating hooks.
+Called by the API layer (kctl.api.apiserver) for writes from every client: the CLI,
+controllers, the scheduler and node agents alike. Hook objects themselves are never
+sent to hooks (kctl.admission.hooks.matches), so a broken hook can always be removed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+from kctl.admission import defaults, hooks, podsecurity, validation
+from kctl.admission.hooks import AdmissionRequest
+from kctl.api.errors import Forbidden, Invalid
+
+
+def admit(request: AdmissionRequest, *, mutating: list[dict], validating: list[dict],
+          namespace_labels: dict[str, str] | None, warn: Callable[[str], None]) -> dict | None:
+    """Run the chain for one request; returns the object to store (None for DELETE).
+
+    Raises Invalid (schema, with field paths) or Forbidden (Pod Security, a hook).
+    """
+    rt = request.rt
+    what = f'{rt.group_kind} "{request.name}"'
+    warnings: list[str] = []
+    try:
+        if request.operation == "DELETE":
+            hooks.run_validating_hooks(validating, request, namespace_labels=namespace_labels, warnings=warnings)
+            return None
+        obj = defaults.apply_defaults(request.obj, rt)
+        request = replace(request, obj=obj)
+        patched = hooks.run_mutating_hooks(mutating, request, namespace_labels=namespace_labels,
+                                           warnings=warnings)
+        if patched is not None:
+            obj = patched
+            request = replace(request, obj=obj)
+        errors = validation.validate(obj, rt)
+        if errors:
+            raise Invalid(what, errors)
+        if rt.namespaced:
+            refused = podsecurity.check(obj, rt, namespace_labels or {}, old_obj=request.old_obj)
+            if refused:
+                raise Forbidden(f"{what} is forbidden: " + "; ".join(str(e) for e in refused))
+        hooks.run_validating_hooks(validating, request, namespace_labels=namespace_labels, warnings=warnings)
+        return obj
+    finally:
+        for message in warnings:
+            warn(message)

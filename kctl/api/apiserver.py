@@ -1,0 +1,724 @@
+"""The API layer: the only writer of the store, with Kubernetes' semantics.
+
+Every change from every client (CLI, controllers, scheduler, node agents, git sync)
+goes through APIServer: resolve the kind, admission (kctl.admission.chain), optimistic
+concurrency on resourceVersion, then one store transaction that writes the object and
+its change record. Reads and watches go through it too, so selectors behave alike
+everywhere.
+
+A write is two steps, `_prepare_*` (admission; no lock held, so slow hooks never block
+other writers) and `_commit_*` (inside the transaction: preconditions re-checked, then
+written). `write_all` prepares many objects and commits them in one transaction, which
+is what makes applying 1,000 objects fast and `--atomic` possible.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import datetime as dt
+import getpass
+import logging
+import secrets
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from kctl.api.errors import (AlreadyExists, APIError, BadRequest, Conflict, FieldError, Forbidden,
+                             Invalid, NotFound)
+from kctl.api.resources import KCTL_GROUP, Registry, ResourceType, builtin_registry
+from kctl.api.store import Store, Transaction
+
+log = logging.getLogger("kctl.api")
+
+NAMESPACE = "Namespace"
+CRD_KIND = "CustomResourceDefinition.apiextensions.k8s.io"
+HOOK_KINDS = ("MutatingAdmissionHook." + KCTL_GROUP, "ValidatingAdmissionHook." + KCTL_GROUP)
+#: metadata fields only the API layer sets
+SYSTEM_META = ("uid", "creationTimestamp", "resourceVersion", "generation", "deletionTimestamp",
+               "deletionGracePeriodSeconds", "managedFields", "selfLink")
+
+
+def now_rfc3339() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _spec_of(obj: dict) -> dict:
+    """Everything generation tracks: all but metadata and status."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+
+
+@dataclass
+class Prepared:
+    """An admitted write waiting for its transaction."""
+
+    verb: str  # create | update | delete | unchanged
+    rt: ResourceType
+    namespace: str
+    name: str
+    obj: dict | None
+    expect_rv: str | None = None  # resourceVersion the commit requires (None: must not exist)
+    propagation: str | None = None
+    grace_period: int | None = None
+    result: str = ""  # created | configured | unchanged | deleted (apply's words)
+
+
+@dataclass
+class WriteResult:
+    """What write_all did with one object: the stored object and apply's word, or the error."""
+
+    obj: dict | None = None
+    action: str = ""
+    error: APIError | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+class APIServer:
+    """In-process API server over one Store."""
+
+    def __init__(self, store: Store, *, user: str | None = None, admission: bool = True,
+                 warn: Callable[[str], None] | None = None) -> None:
+        self.store = store
+        self.user = user or _os_user()
+        self.admission = admission
+        self.warn = warn or (lambda msg: log.warning("%s", msg))
+        self._registry: Registry | None = None
+        self._registry_key: tuple | None = None
+        self._lock = threading.Lock()
+        self._tls = threading.local()
+
+    # -- kinds -------------------------------------------------------------------------
+
+    @property
+    def registry(self) -> Registry:
+        """Built-in kinds plus those of the stored CustomResourceDefinitions."""
+        conn = self.store._conn()
+        key = conn.execute("SELECT count(*), max(rv) FROM objects WHERE kind=?", (CRD_KIND,)).fetchone()
+        with self._lock:
+            if self._registry is None or key != self._registry_key:
+                registry = builtin_registry()
+                if key[0]:
+                    from kctl.admission.validation import crd_resource_types
+
+                    crds, _ = self.store.list(CRD_KIND)
+                    for crd in crds:
+                        if crd["metadata"].get("deletionTimestamp"):
+                            continue
+                        for rt in crd_resource_types(crd):
+                            registry.add(rt)
+                self._registry, self._registry_key = registry, key
+            return self._registry
+
+    def resource(self, name: str) -> ResourceType:
+        return self.registry.lookup(name)
+
+    def resource_for(self, obj: dict) -> ResourceType:
+        if not isinstance(obj, dict):
+            raise BadRequest("object must be a mapping")
+        return self.registry.for_object(obj)
+
+    # -- reads -------------------------------------------------------------------------
+
+    def get(self, rt: ResourceType, name: str, *, namespace: str | None = None) -> dict:
+        ns = self._namespace_of(rt, namespace)
+        obj = self.store.get(rt.group_kind, ns, name)
+        if obj is None:
+            raise NotFound(rt.group_resource, name)
+        return obj
+
+    def list(self, rt: ResourceType, *, namespace: str | None = None, label_selector=None,
+             field_selector=None) -> tuple[list[dict], int]:
+        """Objects of a kind (one namespace or all when namespace is None) and the list's revision."""
+        ns = (namespace or "default") if (rt.namespaced and namespace is not None) else (None if rt.namespaced else "")
+        name = field_selector.equality_value("metadata.name") if field_selector is not None else None
+        if rt.namespaced and ns is None and field_selector is not None:
+            ns = field_selector.equality_value("metadata.namespace")
+        items, rev = self.store.list(rt.group_kind, ns, name=name)
+        if label_selector is not None or field_selector is not None:
+            items = [o for o in items if _selected(o, label_selector, field_selector)]
+        return items, rev
+
+    def watch(self, rt: ResourceType | None, *, namespace: str | None = None, since: int,
+              label_selector=None, field_selector=None, stop: threading.Event | None = None,
+              timeout: float | None = None, known: set | None = None) -> Iterator[tuple[str, dict]]:
+        """(type, object) for each change after `since` that matches; Gone if `since` is compacted.
+
+        An object that stops matching the selectors is reported DELETED to this watcher, as
+        Kubernetes does; `known` holds the (namespace, name) pairs the caller listed.
+        """
+        kind = rt.group_kind if rt is not None else None
+        ns = None if (rt is None or not rt.namespaced or namespace is None) else namespace
+        matching = set(known or ())
+        filtered = label_selector is not None or field_selector is not None
+        for change in self.store.watch(since, stop=stop, timeout=timeout):
+            if kind is not None and change.kind != kind:
+                continue
+            if ns is not None and change.namespace != ns:
+                continue
+            key = (change.namespace, change.name)
+            if not filtered:
+                yield change.type, change.obj
+                continue
+            hit = change.type != "DELETED" and _selected(change.obj, label_selector, field_selector)
+            if hit:
+                yield ("ADDED" if key not in matching else "MODIFIED"), change.obj
+                matching.add(key)
+            elif key in matching:
+                matching.discard(key)
+                yield "DELETED", change.obj
+
+    # -- writes: public ----------------------------------------------------------------
+
+    def create(self, obj: dict, *, namespace: str | None = None, dry_run: bool = False) -> dict:
+        return self._one(self._prepare_create(obj, namespace, dry_run=dry_run), dry_run)
+
+    def update(self, obj: dict, *, namespace: str | None = None, subresource: str | None = None,
+               dry_run: bool = False) -> dict:
+        """Replace an object (main path) or its status (subresource="status")."""
+        return self._one(self._prepare_update(obj, namespace, subresource=subresource, dry_run=dry_run),
+                         dry_run)
+
+    def update_status(self, obj: dict, *, dry_run: bool = False) -> dict:
+        return self.update(obj, subresource="status", dry_run=dry_run)
+
+    def patch(self, rt: ResourceType, name: str, patch, *, patch_type: str = "strategic",
+              namespace: str | None = None, subresource: str | None = None, dry_run: bool = False) -> dict:
+        """merge | json | strategic patch, retried on Conflict unless the patch pins a resourceVersion."""
+        pinned = _pinned_rv(patch)
+        try:
+            return self._patch_once(rt, name, patch, patch_type, namespace, subresource, dry_run)
+        except Conflict:
+            if pinned:
+                raise
+        # Contended: patch again holding the write lock, which cannot conflict.
+        with self.store.transaction():
+            return self._patch_once(rt, name, patch, patch_type, namespace, subresource, dry_run)
+
+    def _patch_once(self, rt: ResourceType, name: str, patch, patch_type: str, namespace: str | None,
+                    subresource: str | None, dry_run: bool) -> dict:
+        from kctl.api import patch as patching
+
+        current = self.get(rt, name, namespace=namespace)
+        if patch_type == "merge":
+            if not isinstance(patch, dict):
+                raise BadRequest("a merge patch must be a JSON object")
+            new = patching.merge_patch(current, patch)
+        elif patch_type == "json":
+            new = patching.json_patch(current, patch)
+        elif patch_type == "strategic":
+            if not isinstance(patch, dict):
+                raise BadRequest("a strategic merge patch must be a JSON object")
+            new = patching.strategic_merge_patch(current, patch, self._schema(rt))
+        else:
+            raise BadRequest(f'unknown patch type "{patch_type}": use json, merge or strategic')
+        if not isinstance(new.get("metadata"), dict):
+            raise BadRequest("the patch removed metadata")
+        new["metadata"]["resourceVersion"] = _pinned_rv(patch) or current["metadata"]["resourceVersion"]
+        return self.update(new, namespace=namespace, subresource=subresource, dry_run=dry_run)
+
+    def apply(self, obj: dict, *, namespace: str | None = None, dry_run: bool = False) -> WriteResult:
+        """kubectl apply of one object: create, or three-way merge with last-applied."""
+        return self.write_all([("apply", obj)], namespace=namespace, dry_run=dry_run)[0]
+
+    def delete(self, rt: ResourceType, name: str, *, namespace: str | None = None,
+               propagation: str | None = None, grace_period: int | None = None,
+               resource_version: str | None = None, dry_run: bool = False) -> dict:
+        """Delete, or mark for deletion when finalizers (or a node agent) must act first."""
+        prepared = self._prepare_delete(rt, name, namespace, propagation=propagation,
+                                        grace_period=grace_period, resource_version=resource_version,
+                                        dry_run=dry_run)
+        return self._one(prepared, dry_run)
+
+    def write_all(self, ops: list[tuple[str, dict]], *, namespace: str | None = None, dry_run: bool = False,
+                  atomic: bool = False) -> list[WriteResult]:
+        """Admit then commit many writes (op: apply | create | update | replace) in one transaction.
+
+        Non-atomic: each object succeeds or fails alone. Atomic: any failure writes nothing
+        (every object's error is still reported). A Conflict met at commit re-prepares the
+        object against the newer state and tries again.
+        """
+        results = [WriteResult() for _ in ops]
+        todo = list(range(len(ops)))
+        pending_namespaces: dict[str, dict] = {}
+        for attempt in range(2):
+            # The first round is optimistic; a round after a Conflict holds the write lock
+            # from prepare to commit, so it cannot conflict again.
+            with (self.store.transaction() if attempt else contextlib.nullcontext()):
+                conflicts, prepared = self._write_round(ops, todo, results, pending_namespaces,
+                                                        namespace=namespace, dry_run=dry_run, atomic=atomic)
+            if conflicts is None:
+                return results
+            retryable = [i for i in conflicts if op_is_retryable(ops[i][0])]
+            if not conflicts or len(retryable) < len(conflicts) or attempt:
+                for i in conflicts:
+                    results[i].error = _conflict(prepared[i].rt, prepared[i].name)
+                return results
+            todo = list(range(len(ops))) if atomic else conflicts
+        return results
+
+    def _write_round(self, ops, todo, results, pending_namespaces, *, namespace, dry_run, atomic):
+        """Prepare then commit the writes at `todo`; (conflicted indices | None if stopped, prepared)."""
+        prepared: dict[int, Prepared] = {}
+        for i in todo:
+            op, obj = ops[i]
+            results[i] = WriteResult()
+            try:
+                p = self._capture(results[i].warnings, self._prepare, op, obj, namespace, dry_run,
+                                  pending_namespaces)
+            except APIError as exc:
+                results[i].error = exc
+                continue
+            prepared[i] = p
+            results[i].action = p.result
+            if p.rt.group_kind == NAMESPACE and p.obj is not None:
+                pending_namespaces[p.name] = p.obj
+        if atomic and any(r.error for r in results):
+            return None, prepared
+        return self._commit_batch(prepared, results, dry_run=dry_run, atomic=atomic), prepared
+
+    def _commit_batch(self, prepared: dict[int, "Prepared"], results: list[WriteResult], *,
+                      dry_run: bool, atomic: bool) -> list[int]:
+        """Commit prepared writes in one transaction; returns the indices that met a Conflict.
+
+        Each write has its own savepoint, so one failure leaves the others (unless atomic).
+        Dry runs and failed atomic batches are rolled back whole.
+        """
+        conflicts: list[int] = []
+        try:
+            with self.store.transaction() as txn:
+                for i, p in prepared.items():
+                    try:
+                        with self.store.transaction():
+                            results[i].obj = self._commit(txn, p, dry_run)
+                    except Conflict:
+                        conflicts.append(i)
+                    except APIError as exc:
+                        results[i].error = exc
+                failed = conflicts or any(results[i].error for i in prepared)
+                if dry_run or (atomic and failed):
+                    raise _Abort()
+        except _Abort:
+            if not dry_run:
+                for i in prepared:
+                    results[i].obj, results[i].action = None, ""
+        return conflicts
+
+    # -- writes: prepare ---------------------------------------------------------------
+
+    def _prepare(self, op: str, obj: dict, namespace: str | None, dry_run: bool,
+                 pending_namespaces: dict[str, dict]) -> Prepared:
+        if op == "create":
+            return self._prepare_create(obj, namespace, dry_run=dry_run, pending_namespaces=pending_namespaces)
+        if op in ("update", "replace"):
+            return self._prepare_update(obj, namespace, dry_run=dry_run)
+        if op == "apply":
+            return self._prepare_apply(obj, namespace, dry_run=dry_run, pending_namespaces=pending_namespaces)
+        raise BadRequest(f"unknown write {op!r}")
+
+    def _prepare_create(self, obj: dict, namespace: str | None, *, dry_run: bool,
+                        pending_namespaces: dict | None = None) -> Prepared:
+        rt = self.resource_for(obj)
+        obj = copy.deepcopy(obj)
+        meta = obj.get("metadata")
+        if meta is None:
+            meta = obj["metadata"] = {}
+        if not isinstance(meta, dict):
+            raise Invalid(rt.group_kind, FieldError("metadata", "must be an object"))
+        ns = self._namespace_of(rt, namespace, meta)
+        if not meta.get("name"):
+            if meta.get("generateName"):
+                meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
+            else:
+                raise Invalid(rt.group_kind, FieldError("metadata.name", "Required value: name or generateName is required"))
+        name = meta["name"]
+        if not isinstance(name, str):
+            raise Invalid(rt.group_kind, FieldError("metadata.name", "must be a string"))
+        for key in SYSTEM_META:
+            meta.pop(key, None)
+        if rt.namespaced:
+            meta["namespace"] = ns
+        else:
+            meta.pop("namespace", None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now_rfc3339()
+        meta["generation"] = 1
+        _normalize(rt, obj)
+        obj = self._admit("CREATE", rt, ns, name, obj, None, dry_run, pending_namespaces)
+        self._check_crd(rt, obj)
+        return Prepared("create", rt, ns, name, obj, result="created")
+
+    def _prepare_update(self, obj: dict, namespace: str | None, *, subresource: str | None = None,
+                        dry_run: bool) -> Prepared:
+        rt = self.resource_for(obj)
+        obj = copy.deepcopy(obj)
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict) or not meta.get("name"):
+            raise Invalid(rt.group_kind, FieldError("metadata.name", "Required value"))
+        ns = self._namespace_of(rt, namespace, meta)
+        name = meta["name"]
+        current = self.store.get(rt.group_kind, ns, name)
+        if current is None:
+            raise NotFound(rt.group_resource, name)
+        rv = meta.get("resourceVersion")
+        if rv not in (None, "") and str(rv) != current["metadata"]["resourceVersion"]:
+            raise _conflict(rt, name)
+        new = self._merge_update(rt, current, obj, subresource)
+        _normalize(rt, new)
+        if new == current:
+            return Prepared("unchanged", rt, ns, name, current, expect_rv=current["metadata"]["resourceVersion"],
+                            result="unchanged")
+        if subresource == "status":
+            from kctl.admission.validation import validate
+
+            errors = validate(new, rt)
+            if errors:
+                raise Invalid(f'{rt.group_kind} "{name}"', errors)
+        else:
+            new = self._admit("UPDATE", rt, ns, name, new, current, dry_run, None)
+            self._check_crd(rt, new)
+        if _spec_of(new) != _spec_of(current):
+            new["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
+        return Prepared("update", rt, ns, name, new, expect_rv=current["metadata"]["resourceVersion"],
+                        result="configured")
+
+    def _prepare_apply(self, obj: dict, namespace: str | None, *, dry_run: bool,
+                       pending_namespaces: dict | None) -> Prepared:
+        from kctl.api.apply import applied_object
+
+        rt = self.resource_for(obj)
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict) or not meta.get("name"):
+            raise Invalid(rt.group_kind, FieldError("metadata.name", "Required value: apply needs a name"))
+        ns = self._namespace_of(rt, namespace, meta)
+        current = self.store.get(rt.group_kind, ns, meta["name"])
+        if current is None:
+            return self._prepare_create(applied_object(obj, None, self._schema(rt)), ns if rt.namespaced else None,
+                                        dry_run=dry_run, pending_namespaces=pending_namespaces)
+        merged = applied_object(obj, current, self._schema(rt))
+        merged["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        if merged == current:
+            return Prepared("unchanged", rt, ns, meta["name"], current,
+                            expect_rv=current["metadata"]["resourceVersion"], result="unchanged")
+        return self._prepare_update(merged, ns if rt.namespaced else None, dry_run=dry_run)
+
+    def _prepare_delete(self, rt: ResourceType, name: str, namespace: str | None, *, propagation: str | None,
+                        grace_period: int | None, resource_version: str | None, dry_run: bool) -> Prepared:
+        if propagation not in (None, "Background", "Foreground", "Orphan"):
+            raise BadRequest(f'invalid propagation policy "{propagation}": use Background, Foreground or Orphan')
+        ns = self._namespace_of(rt, namespace)
+        current = self.store.get(rt.group_kind, ns, name)
+        if current is None:
+            raise NotFound(rt.group_resource, name)
+        if resource_version and resource_version != current["metadata"]["resourceVersion"]:
+            raise _conflict(rt, name)
+        self._admit("DELETE", rt, ns, name, None, current, dry_run, None)
+        return Prepared("delete", rt, ns, name, current, expect_rv=current["metadata"]["resourceVersion"],
+                        propagation=propagation, grace_period=grace_period, result="deleted")
+
+    def _admit(self, operation: str, rt: ResourceType, ns: str, name: str, obj: dict | None,
+               old: dict | None, dry_run: bool, pending_namespaces: dict | None) -> dict | None:
+        if not self.admission:
+            if obj is None:
+                return None
+            from kctl.admission import defaults
+
+            return defaults.apply_defaults(obj, rt)
+        from kctl.admission import chain
+        from kctl.admission.hooks import AdmissionRequest
+
+        ns_labels = None
+        if rt.namespaced:
+            ns_obj = (pending_namespaces or {}).get(ns) or self.store.get(NAMESPACE, "", ns)
+            ns_labels = (ns_obj or {}).get("metadata", {}).get("labels") or {}
+        mutating, validating = self._hooks()
+        request = AdmissionRequest(uid=str(uuid.uuid4()), operation=operation, rt=rt,
+                                   namespace=ns if rt.namespaced else None, name=name, obj=obj,
+                                   old_obj=old, dry_run=dry_run, user=self.user)
+        return chain.admit(request, mutating=mutating, validating=validating, namespace_labels=ns_labels,
+                           warn=self._warn)
+
+    def _hooks(self) -> tuple[list[dict], list[dict]]:
+        rows = self.store._conn().execute(
+            "SELECT kind, data FROM objects WHERE kind IN (?, ?) ORDER BY name", HOOK_KINDS).fetchall()
+        if not rows:
+            return [], []
+        import json
+
+        mutating = [json.loads(d) for k, d in rows if k == HOOK_KINDS[0]]
+        validating = [json.loads(d) for k, d in rows if k == HOOK_KINDS[1]]
+        return mutating, validating
+
+    def _check_crd(self, rt: ResourceType, obj: dict) -> None:
+        if rt.group_kind != CRD_KIND:
+            return
+        from kctl.admission.validation import validate_crd
+
+        errors = validate_crd(obj)
+        if errors:
+            raise Invalid(f'{rt.group_kind} "{obj["metadata"]["name"]}"', errors)
+
+    # -- writes: commit ----------------------------------------------------------------
+
+    def _one(self, prepared: Prepared, dry_run: bool) -> dict:
+        if prepared.verb == "unchanged":
+            return prepared.obj
+        if dry_run:
+            return self._dry_commit(prepared)
+        with self.store.transaction() as txn:
+            return self._commit(txn, prepared, dry_run)
+
+    def _dry_commit(self, p: Prepared) -> dict:
+        """Run the commit checks in a transaction that is rolled back."""
+        box: list[dict] = []
+        try:
+            with self.store.transaction() as txn:
+                box.append(self._commit(txn, p, True))
+                raise _Abort()
+        except _Abort:
+            pass
+        return box[0]
+
+    def _commit(self, txn: Transaction, p: Prepared, dry_run: bool) -> dict:
+        if p.verb == "unchanged":
+            return p.obj
+        kind = p.rt.group_kind
+        current = txn.get(kind, p.namespace, p.name)
+        if p.verb == "create":
+            if current is not None:
+                raise AlreadyExists(p.rt.group_resource, p.name)
+            if p.rt.namespaced:
+                self._check_namespace(txn, p.namespace)
+            return txn.put(kind, p.namespace, p.name, copy.deepcopy(p.obj), event="ADDED")
+        if current is None:
+            raise NotFound(p.rt.group_resource, p.name)
+        if current["metadata"]["resourceVersion"] != p.expect_rv:
+            raise _conflict(p.rt, p.name)
+        if p.verb == "update":
+            new = copy.deepcopy(p.obj)
+            if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+                return self._remove(txn, p.rt, p.namespace, p.name, new)
+            return txn.put(kind, p.namespace, p.name, new, event="MODIFIED")
+        return self._commit_delete(txn, p, current)
+
+    def _commit_delete(self, txn: Transaction, p: Prepared, current: dict) -> dict:
+        meta = current["metadata"]
+        finalizers = list(meta.get("finalizers") or [])
+        kind = p.rt.group_kind
+        if meta.get("deletionTimestamp"):
+            if p.grace_period == 0 and kind == "Pod":
+                return self._remove(txn, p.rt, p.namespace, p.name, current)
+            return current  # already terminating
+        dependents = txn.dependents(meta["uid"])
+        if p.propagation == "Orphan" and dependents:
+            self._orphan(txn, meta["uid"], dependents)
+        elif p.propagation == "Foreground" and dependents and "foregroundDeletion" not in finalizers:
+            finalizers.append("foregroundDeletion")
+        if kind == NAMESPACE and txn.exists_in_namespace(p.name):
+            current.setdefault("spec", {})["finalizers"] = ["kubernetes"]
+            current.setdefault("status", {})["phase"] = "Terminating"
+            finalizers = finalizers or []
+            return self._mark_deleting(txn, p, current, finalizers, force=True)
+        if kind == "Pod" and self._needs_agent(txn, current, p.grace_period):
+            return self._mark_deleting(txn, p, current, finalizers, force=True)
+        if finalizers:
+            return self._mark_deleting(txn, p, current, finalizers)
+        if kind == CRD_KIND:
+            self._drop_custom_objects(txn, current)
+        return self._remove(txn, p.rt, p.namespace, p.name, current)
+
+    def _mark_deleting(self, txn: Transaction, p: Prepared, obj: dict, finalizers: list[str], *,
+                       force: bool = False) -> dict:
+        meta = obj["metadata"]
+        meta["deletionTimestamp"] = now_rfc3339()
+        grace = p.grace_period
+        if grace is None and p.rt.kind == "Pod":
+            grace = (obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
+        meta["deletionGracePeriodSeconds"] = grace if grace is not None else 0
+        meta["generation"] = meta.get("generation", 1) + 1
+        if finalizers:
+            meta["finalizers"] = finalizers
+        return txn.put(p.rt.group_kind, p.namespace, p.name, obj, event="MODIFIED")
+
+    def _needs_agent(self, txn: Transaction, pod: dict, grace_period: int | None) -> bool:
+        """A bound pod on an existing node is deleted by its node agent after the grace period."""
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node or grace_period == 0:
+            return False
+        phase = (pod.get("status") or {}).get("phase")
+        if phase in ("Succeeded", "Failed"):
+            return False
+        return txn.get("Node", "", node) is not None
+
+    def _remove(self, txn: Transaction, rt: ResourceType, ns: str, name: str, obj: dict) -> dict:
+        removed = txn.delete(rt.group_kind, ns, name, obj)
+        if rt.group_kind == NAMESPACE:
+            return removed
+        if rt.namespaced and ns:
+            ns_obj = txn.get(NAMESPACE, "", ns)
+            if ns_obj and ns_obj["metadata"].get("deletionTimestamp") and not txn.exists_in_namespace(ns):
+                if not ns_obj["metadata"].get("finalizers"):
+                    txn.delete(NAMESPACE, "", ns, ns_obj)
+        return removed
+
+    def _orphan(self, txn: Transaction, owner_uid: str, dependents: list[tuple[str, str, str]]) -> None:
+        """Orphan propagation: drop the ownerReference from every dependent, in this transaction."""
+        for kind, ns, name in dependents:
+            dep = txn.get(kind, ns, name)
+            if dep is None:
+                continue
+            refs = [r for r in dep["metadata"].get("ownerReferences") or [] if r.get("uid") != owner_uid]
+            if refs:
+                dep["metadata"]["ownerReferences"] = refs
+            else:
+                dep["metadata"].pop("ownerReferences", None)
+            txn.put(kind, ns, name, dep, event="MODIFIED")
+
+    def _drop_custom_objects(self, txn: Transaction, crd: dict) -> None:
+        spec = crd.get("spec") or {}
+        group_kind = f'{(spec.get("names") or {}).get("kind")}.{spec.get("group")}'
+        rows = txn._conn.execute("SELECT namespace, name, data FROM objects WHERE kind=?", (group_kind,)).fetchall()
+        import json
+
+        for ns, name, data in rows:
+            txn.delete(group_kind, ns, name, json.loads(data))
+
+    def _check_namespace(self, txn: Transaction, ns: str) -> None:
+        ns_obj = txn.get(NAMESPACE, "", ns)
+        if ns_obj is None:
+            if ns == "default":
+                self._create_default_namespace(txn)
+                return
+            raise NotFound("namespaces", ns)
+        if ns_obj["metadata"].get("deletionTimestamp"):
+            raise Forbidden(f'unable to create new content in namespace {ns} because it is being terminated')
+
+    def _create_default_namespace(self, txn: Transaction) -> None:
+        """The `default` namespace exists from the start, as in Kubernetes."""
+        obj = {"apiVersion": "v1", "kind": "Namespace",
+               "metadata": {"name": "default", "uid": str(uuid.uuid4()), "creationTimestamp": now_rfc3339(),
+                            "generation": 1, "labels": {"kubernetes.io/metadata.name": "default"}},
+               "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
+        txn.put(NAMESPACE, "", "default", obj, event="ADDED")
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _merge_update(self, rt: ResourceType, current: dict, obj: dict, subresource: str | None) -> dict:
+        """The object an update stores: system metadata from current; status or spec per path."""
+        cur_meta = current["metadata"]
+        if subresource == "status":
+            new = copy.deepcopy(current)
+            if "status" in obj:
+                new["status"] = obj["status"]
+            else:
+                new.pop("status", None)
+            return new
+        if subresource is not None:
+            raise BadRequest(f'unknown subresource "{subresource}"')
+        new = obj
+        meta = new["metadata"]
+        for key in SYSTEM_META:
+            if key in cur_meta:
+                meta[key] = cur_meta[key]
+            else:
+                meta.pop(key, None)
+        if rt.namespaced:
+            meta["namespace"] = cur_meta.get("namespace")
+        else:
+            meta.pop("namespace", None)
+        if rt.has_status:
+            if "status" in current:
+                new["status"] = current["status"]
+            else:
+                new.pop("status", None)
+        if meta.get("deletionTimestamp"):
+            added = set(meta.get("finalizers") or []) - set(cur_meta.get("finalizers") or [])
+            if added:
+                raise Forbidden(f'{rt.group_kind} "{meta["name"]}" is being deleted: no new finalizers '
+                                f'may be added ({", ".join(sorted(added))})')
+        return new
+
+    def _namespace_of(self, rt: ResourceType, namespace: str | None, meta: dict | None = None) -> str:
+        """The namespace an object lives in ("" for cluster-scoped kinds)."""
+        if not rt.namespaced:
+            return ""
+        own = (meta or {}).get("namespace")
+        if own and namespace and own != namespace:
+            raise BadRequest(f'the namespace from the provided object "{own}" does not match the namespace '
+                             f'"{namespace}". You must pass \'--namespace={own}\' to perform this operation.')
+        ns = own or namespace or "default"
+        if not isinstance(ns, str):
+            raise Invalid(rt.group_kind, FieldError("metadata.namespace", "must be a string"))
+        return ns
+
+    def _schema(self, rt: ResourceType) -> dict | None:
+        if rt.is_custom:
+            return None  # custom resources use JSON merge semantics, as in Kubernetes
+        from kctl.api import schemas
+
+        return schemas.load(rt)
+
+    def _capture(self, sink: list[str], fn, *args):
+        """Run fn with this thread's admission warnings collected into sink, not sent to warn."""
+        self._tls.sink = sink
+        try:
+            return fn(*args)
+        finally:
+            self._tls.sink = None
+
+    def _warn(self, message: str) -> None:
+        sink = getattr(self._tls, "sink", None)
+        if sink is not None:
+            sink.append(message)
+        else:
+            self.warn(message)
+
+
+class _Abort(Exception):
+    """Rolls back a transaction on purpose (dry run, atomic failure)."""
+
+
+def op_is_retryable(op: str) -> bool:
+    """apply re-merges against the newer object; a plain update keeps its precondition."""
+    return op == "apply"
+
+
+def _conflict(rt: ResourceType, name: str) -> Conflict:
+    return Conflict(f'Operation cannot be fulfilled on {rt.group_resource} "{name}": the object has been '
+                    f"modified; please apply your changes to the latest version and try again")
+
+
+def _pinned_rv(patch) -> str | None:
+    if isinstance(patch, dict):
+        rv = (patch.get("metadata") or {}).get("resourceVersion") if isinstance(patch.get("metadata"), dict) else None
+        return str(rv) if rv else None
+    return None
+
+
+def _selected(obj: dict, label_selector, field_selector) -> bool:
+    if label_selector is not None and not label_selector.matches(obj.get("metadata", {}).get("labels") or {}):
+        return False
+    return field_selector is None or field_selector.matches(obj)
+
+
+def _normalize(rt: ResourceType, obj: dict) -> None:
+    """What Kubernetes does on the way in: a Secret's stringData becomes base64 data."""
+    if rt.group_kind == "Secret" and isinstance(obj.get("stringData"), dict):
+        import base64
+
+        data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
+        for key, value in obj.pop("stringData").items():
+            if isinstance(value, str):
+                data[key] = base64.b64encode(value.encode()).decode()
+        obj["data"] = data
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no passwd entry (containers): a name still identifies the writer
+        return "unknown"
+
+
+__all__ = ["APIServer", "WriteResult", "now_rfc3339", "dataclasses"]
