@@ -16,7 +16,8 @@ help:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test]' --config-settings editable_mode=compat
+	$(BIN)/python -m compileall -q kctl $(VENV)/lib >/dev/null || true
 	touch $(STAMP)
 
 run: $(STAMP)

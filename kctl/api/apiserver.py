@@ -275,6 +275,8 @@ class APIServer:
             if p.rt.group_kind == NAMESPACE and p.obj is not None:
                 pending_namespaces[p.name] = p.obj
         if atomic and any(r.error for r in results):
+            for r in results:
+                r.action = ""
             return None, prepared
         return self._commit_batch(prepared, results, dry_run=dry_run, atomic=atomic), prepared
 
@@ -385,7 +387,7 @@ class APIServer:
 
     def _prepare_apply(self, obj: dict, namespace: str | None, *, dry_run: bool,
                        pending_namespaces: dict | None) -> Prepared:
-        from kctl.api.apply import applied_object
+        from kctl.api.apply import applied_object, unchanged_by_apply
 
         rt = self.resource_for(obj)
         meta = obj.get("metadata")
@@ -398,7 +400,7 @@ class APIServer:
                                         dry_run=dry_run, pending_namespaces=pending_namespaces)
         merged = applied_object(obj, current, self._schema(rt))
         merged["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-        if merged == current:
+        if unchanged_by_apply(merged, current):
             return Prepared("unchanged", rt, ns, meta["name"], current,
                             expect_rv=current["metadata"]["resourceVersion"], result="unchanged")
         return self._prepare_update(merged, ns if rt.namespaced else None, dry_run=dry_run)

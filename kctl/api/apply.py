@@ -16,7 +16,7 @@ import json
 from kctl.api.patch import diff_strategic, strategic_merge_patch
 
 __all__ = ["LAST_APPLIED", "last_applied_of", "last_applied_annotation", "three_way_patch",
-           "apply_patch", "applied_object"]
+           "apply_patch", "applied_object", "unchanged_by_apply"]
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
@@ -93,3 +93,13 @@ def applied_object(modified: dict, current: dict | None, schema: dict | None) ->
     if current is None:
         return _annotated(modified)
     return strategic_merge_patch(current, apply_patch(modified, current, schema), schema)
+
+
+def unchanged_by_apply(merged: dict, current: dict) -> bool:
+    """Whether an apply changes nothing but the last-applied annotation.
+
+    kctl then writes nothing and says "unchanged" (kubectl would rewrite the annotation
+    and say "configured"), so the YAML of `kctl get -o yaml` applies back unchanged.
+    """
+    return _without_last_applied(merged) == _without_last_applied(current)
+

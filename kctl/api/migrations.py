@@ -11,7 +11,7 @@ import sqlite3
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
-SCHEMA_VERSION = 1
+from kctl.api.store import SCHEMA_VERSION  # one number, kept by the store
 
 store_migrations = Migrations("kctl.store")
 

@@ -1,0 +1,39 @@
+"""Run the real `kctl` command in-process (fast) against a fresh store per test."""
+
+from __future__ import annotations
+
+import io
+import sys
+from dataclasses import dataclass
+
+import pytest
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def kctl(store_path, capsys, monkeypatch):
+    """kctl(*args, input=None) -> Result(code, out, err), through kctl.cli.main.main."""
+    from kctl.cli import connect
+    from kctl.cli.main import main
+
+    def run(*args: str, input: str | bytes | None = None) -> Result:
+        connect.api.cache_clear()
+        data = input.encode() if isinstance(input, str) else (input or b"")
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+        capsys.readouterr()
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    yield run
+    connect.api.cache_clear()
