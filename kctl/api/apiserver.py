@@ -35,6 +35,7 @@ log = logging.getLogger("kctl.api")
 
 NAMESPACE = "Namespace"
 CRD_KIND = "CustomResourceDefinition.apiextensions.k8s.io"
+PROTECTED_NAMESPACES = ("default",)
 HOOK_KINDS = ("MutatingAdmissionHook." + KCTL_GROUP, "ValidatingAdmissionHook." + KCTL_GROUP)
 #: metadata fields only the API layer sets
 SYSTEM_META = ("uid", "creationTimestamp", "resourceVersion", "generation", "deletionTimestamp",
@@ -413,6 +414,8 @@ class APIServer:
         current = self.store.get(rt.group_kind, ns, name)
         if current is None:
             raise NotFound(rt.group_resource, name)
+        if rt.group_kind == NAMESPACE and name in PROTECTED_NAMESPACES:
+            raise Forbidden(f'namespace "{name}" is forbidden: this namespace may not be deleted')
         if resource_version and resource_version != current["metadata"]["resourceVersion"]:
             raise _conflict(rt, name)
         self._admit("DELETE", rt, ns, name, None, current, dry_run, None)
@@ -589,20 +592,9 @@ class APIServer:
     def _check_namespace(self, txn: Transaction, ns: str) -> None:
         ns_obj = txn.get(NAMESPACE, "", ns)
         if ns_obj is None:
-            if ns == "default":
-                self._create_default_namespace(txn)
-                return
             raise NotFound("namespaces", ns)
         if ns_obj["metadata"].get("deletionTimestamp"):
             raise Forbidden(f'unable to create new content in namespace {ns} because it is being terminated')
-
-    def _create_default_namespace(self, txn: Transaction) -> None:
-        """The `default` namespace exists from the start, as in Kubernetes."""
-        obj = {"apiVersion": "v1", "kind": "Namespace",
-               "metadata": {"name": "default", "uid": str(uuid.uuid4()), "creationTimestamp": now_rfc3339(),
-                            "generation": 1, "labels": {"kubernetes.io/metadata.name": "default"}},
-               "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
-        txn.put(NAMESPACE, "", "default", obj, event="ADDED")
 
     # -- helpers -----------------------------------------------------------------------
 

@@ -6,7 +6,10 @@ the file is new or older, so sqlite-utils stays out of `kctl get`'s start-up pat
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import time
+import uuid
 
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
@@ -33,6 +36,22 @@ def m001_objects_and_changes(db: Database) -> None:
     db.execute("""CREATE TABLE owners (
         owner_uid TEXT NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
         PRIMARY KEY (owner_uid, kind, namespace, name)) WITHOUT ROWID""")
+
+
+@store_migrations()
+def m002_default_namespace(db: Database) -> None:
+    """The `default` namespace exists from the start, as in Kubernetes (revision 1)."""
+    rev = db.execute("UPDATE meta SET value=value+1 WHERE key='revision' RETURNING value").fetchone()[0]
+    obj = {"apiVersion": "v1", "kind": "Namespace",
+           "metadata": {"name": "default", "uid": str(uuid.uuid4()), "resourceVersion": str(rev), "generation": 1,
+                        "creationTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                        "labels": {"kubernetes.io/metadata.name": "default"}},
+           "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
+    data = json.dumps(obj, separators=(",", ":"))
+    db.execute("INSERT INTO objects(kind, namespace, name, uid, rv, data) VALUES ('Namespace', '', 'default', ?, ?, ?)",
+               [obj["metadata"]["uid"], rev, data])
+    db.execute("INSERT INTO changes(rev, type, kind, namespace, name, data) "
+               "VALUES (?, 'ADDED', 'Namespace', '', 'default', ?)", [rev, data])
 
 
 def apply(conn: sqlite3.Connection) -> None:

@@ -25,7 +25,7 @@ from typing import Iterator
 
 from kctl.api.errors import APIError, Gone
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: change-log entries kept behind the head before compaction may drop them
 DEFAULT_HISTORY = 10_000
 #: rows one compaction step deletes at most (keeps each step's cost bounded)

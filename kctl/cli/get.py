@@ -75,15 +75,19 @@ def get(
         objs, rev = collect(rt, names, namespace=namespace, all_namespaces=all_namespaces, selector=selector,
                             field_selector=field_selector, ignore_not_found=ignore_not_found)
         listed.append((rt, names, objs, rev))
-    if several and fmt.kind in ("yaml", "json"):
+    if several and not any(objs for _, _, objs, _ in listed):
+        print(f"No resources found in {connect.namespace_arg(namespace)} namespace.", file=sys.stderr)
+    elif several and fmt.kind in ("yaml", "json"):
         print_objects([o for _, _, objs, _ in listed for o in objs], None, fmt, sys.stdout, err=sys.stderr,
                       force_list=True)
     else:
-        for i, (rt, names, objs, rev) in enumerate(listed):
-            if several and i and objs and fmt.kind in ("table", "wide"):
-                print()
+        printed = False
+        for rt, names, objs, rev in listed:
             if several and not objs:
                 continue
+            if printed and fmt.kind in ("table", "wide"):
+                print()
+            printed = True
             print_objects(objs, rt, fmt, sys.stdout, err=sys.stderr, all_namespaces=all_namespaces,
                           show_kind=several, no_headers=no_headers, show_labels=show_labels,
                           label_columns=label_columns, namespace=connect.namespace_arg(namespace),
@@ -92,6 +96,7 @@ def get(
         if several:
             raise typer.BadParameter("you may only specify a single resource type with --watch")
         rt, names, objs, rev = listed[0]
+        sys.stdout.flush()
         _watch(rt, names, objs, rev, fmt, namespace=namespace, all_namespaces=all_namespaces, selector=selector,
                field_selector=field_selector, show_labels=show_labels, label_columns=label_columns)
 

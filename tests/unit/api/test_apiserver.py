@@ -68,6 +68,13 @@ def test_create_into_terminating_namespace_is_forbidden(api):
         api.create(cm("other", ns="team"))
 
 
+def test_default_namespace_exists_and_stays(api):
+    """`default` exists in a new store and may not be deleted."""
+    assert api.get(api.resource("ns"), "default")["status"]["phase"] == "Active"
+    with pytest.raises(Forbidden):
+        api.delete(api.resource("ns"), "default")
+
+
 def test_empty_namespace_is_deleted_at_once(api):
     """A namespace holding nothing goes at once."""
     api.create(namespace("empty"))
@@ -313,7 +320,7 @@ def test_dry_run_writes_nothing(api):
     """A server dry run admits and checks but stores nothing."""
     out = api.create(cm(), dry_run=True)
     assert out["metadata"]["uid"]
-    assert api.store.count() == 0 and api.store.revision() == 0
+    assert api.store.count("ConfigMap") == 0 and api.store.revision() == 1  # 1: the default namespace
 
 
 def test_write_all_atomic(api):

@@ -12,6 +12,10 @@ from kctl.api.errors import Gone
 from kctl.api.store import Store
 
 
+#: a new store holds the `default` namespace, written at revision 1
+BASE = 1
+
+
 def put(store, name, ns="default", kind="ConfigMap", **extra):
     with store.transaction() as txn:
         return txn.put(kind, ns, name, {"metadata": {"name": name, "uid": name + "-uid", **extra}}, event="ADDED")
@@ -37,8 +41,8 @@ def test_revisions_strictly_increase(store):
     """Every write takes the next global revision, across kinds and namespaces."""
     revs = [int(put(store, f"o{i}", ns=f"n{i % 3}", kind=("Pod", "ConfigMap")[i % 2])["metadata"]["resourceVersion"])
             for i in range(10)]
-    assert revs == list(range(1, 11))
-    assert store.revision() == 10
+    assert revs == list(range(BASE + 1, BASE + 11))
+    assert store.revision() == BASE + 10
 
 
 def test_rollback_takes_no_revision(store):
@@ -49,8 +53,8 @@ def test_rollback_takes_no_revision(store):
             txn.put("ConfigMap", "default", "b", {"metadata": {"name": "b"}}, event="ADDED")
             raise RuntimeError("boom")
     assert store.get("ConfigMap", "default", "b") is None
-    assert int(put(store, "c")["metadata"]["resourceVersion"]) == 2
-    assert [c.revision for c in store.changes(0)] == [1, 2]
+    assert int(put(store, "c")["metadata"]["resourceVersion"]) == BASE + 2
+    assert [c.revision for c in store.changes(BASE)] == [BASE + 1, BASE + 2]
 
 
 def test_nested_transaction_rolls_back_alone(store):
@@ -63,7 +67,7 @@ def test_nested_transaction_rolls_back_alone(store):
                 raise ValueError
     assert store.get("ConfigMap", "default", "a") is not None
     assert store.get("ConfigMap", "default", "b") is None
-    assert [c.name for c in store.changes(0)] == ["a"]
+    assert [c.name for c in store.changes(BASE)] == ["a"]
 
 
 def test_list_reports_its_revision(store):
@@ -72,7 +76,7 @@ def test_list_reports_its_revision(store):
     put(store, "b", ns="other")
     items, rev = store.list("ConfigMap", "default")
     assert [o["metadata"]["name"] for o in items] == ["a"]
-    assert rev == 2
+    assert rev == BASE + 2
     assert len(store.list("ConfigMap")[0]) == 2
 
 
@@ -83,7 +87,7 @@ def test_watch_yields_changes_in_order(store):
     seen = []
 
     def watch():
-        for change in store.watch(1, stop=stop):
+        for change in store.watch(BASE + 1, stop=stop):
             seen.append((change.revision, change.type, change.name))
             if len(seen) == 3:
                 stop.set()
@@ -95,20 +99,20 @@ def test_watch_yields_changes_in_order(store):
         txn.put("ConfigMap", "default", "a", {"metadata": {"name": "a"}}, event="MODIFIED")
         txn.delete("ConfigMap", "default", "b", {"metadata": {"name": "b"}})
     t.join(5)
-    assert seen == [(2, "ADDED", "b"), (3, "MODIFIED", "a"), (4, "DELETED", "b")]
+    assert seen == [(BASE + 2, "ADDED", "b"), (BASE + 3, "MODIFIED", "a"), (BASE + 4, "DELETED", "b")]
 
 
 def test_watch_from_other_process_connection(store):
     """A second Store on the same file (another process's view) sees the first one's writes."""
     other = Store(store.path)
     put(store, "a")
-    changes = list(other.watch(0, timeout=1.0))
+    changes = list(other.watch(BASE, timeout=1.0))
     assert [c.name for c in changes] == ["a"]
 
 
 def test_compaction_is_bounded_and_gone_behind_horizon(store):
     """Compaction drops at most max_rows per step; a watch behind the horizon is Gone."""
-    for i in range(30):
+    for i in range(30 - BASE):
         put(store, f"o{i}")
     assert store.compact(keep=5, max_rows=10) == 10
     assert store.compacted() == 10
@@ -125,7 +129,7 @@ def test_vacuum_keeps_objects(store):
         put(store, f"o{i}", payload="x" * 1000)
     store.vacuum()
     assert store.count("ConfigMap") == 50
-    assert store.revision() == 50
+    assert store.revision() == BASE + 50
     assert store.integrity_check() == "ok"
 
 
@@ -133,17 +137,17 @@ def test_backup_and_restore(store, tmp_path):
     """A backup restores the objects; revisions continue upwards and watchers get Gone."""
     put(store, "a")
     backup = tmp_path / "backup.db"
-    assert store.backup(backup) == 1
+    assert store.backup(backup) == BASE + 1
     assert stat.S_IMODE(os.stat(backup).st_mode) == 0o600
     put(store, "b")
     put(store, "c")
     head = store.restore(backup)
-    assert head == 4
+    assert head == BASE + 4
     assert store.get("ConfigMap", "default", "b") is None
     assert store.get("ConfigMap", "default", "a") is not None
     with pytest.raises(Gone):
-        store.changes(3)
-    assert int(put(store, "d")["metadata"]["resourceVersion"]) == 5
+        store.changes(BASE + 3)
+    assert int(put(store, "d")["metadata"]["resourceVersion"]) == BASE + 5
 
 
 def test_restore_refuses_garbage(store, tmp_path):
