@@ -258,20 +258,26 @@ def _default_pod(obj: dict) -> None:
                         port["hostPort"] = port["containerPort"]
 
 
+def _default_rolling_update(spec: dict, key: str, *, max_unavailable: int | str, max_surge: int | str) -> None:
+    """strategy.type RollingUpdate unless set, and its rollingUpdate bounds (Deployment, DaemonSet)."""
+    strategy = _ensure_dict(spec, key)
+    if strategy is None:
+        return
+    if _is_unset(strategy.get("type")):
+        strategy["type"] = "RollingUpdate"
+    if strategy["type"] == "RollingUpdate":
+        rolling = _ensure_dict(strategy, "rollingUpdate")
+        if rolling is not None:
+            _default(rolling, "maxUnavailable", max_unavailable)
+            _default(rolling, "maxSurge", max_surge)
+
+
 def _default_deployment(obj: dict) -> None:
     spec = _spec(obj)
     if spec is None:
         return
     _default(spec, "replicas", 1)
-    strategy = _ensure_dict(spec, "strategy")
-    if strategy is not None:
-        if _is_unset(strategy.get("type")):
-            strategy["type"] = "RollingUpdate"
-        if strategy["type"] == "RollingUpdate":
-            rolling = _ensure_dict(strategy, "rollingUpdate")
-            if rolling is not None:
-                _default(rolling, "maxUnavailable", "25%")
-                _default(rolling, "maxSurge", "25%")
+    _default_rolling_update(spec, "strategy", max_unavailable="25%", max_surge="25%")
     _default(spec, "revisionHistoryLimit", 10)
     _default(spec, "progressDeadlineSeconds", 600)
     _default_pod_template(spec)
@@ -289,15 +295,7 @@ def _default_daemon_set(obj: dict) -> None:
     spec = _spec(obj)
     if spec is None:
         return
-    strategy = _ensure_dict(spec, "updateStrategy")
-    if strategy is not None:
-        if _is_unset(strategy.get("type")):
-            strategy["type"] = "RollingUpdate"
-        if strategy["type"] == "RollingUpdate":
-            rolling = _ensure_dict(strategy, "rollingUpdate")
-            if rolling is not None:
-                _default(rolling, "maxUnavailable", 1)
-                _default(rolling, "maxSurge", 0)
+    _default_rolling_update(spec, "updateStrategy", max_unavailable=1, max_surge=0)
     _default(spec, "revisionHistoryLimit", 10)
     _default_pod_template(spec)
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
 import datetime as dt
 import getpass
 import logging
@@ -79,11 +78,10 @@ class WriteResult:
 class APIServer:
     """In-process API server over one Store."""
 
-    def __init__(self, store: Store, *, user: str | None = None, admission: bool = True,
+    def __init__(self, store: Store, *, user: str | None = None,
                  warn: Callable[[str], None] | None = None) -> None:
         self.store = store
         self.user = user or _os_user()
-        self.admission = admission
         self.warn = warn or (lambda msg: log.warning("%s", msg))
         self._registry: Registry | None = None
         self._registry_key: tuple | None = None
@@ -95,8 +93,7 @@ class APIServer:
     @property
     def registry(self) -> Registry:
         """Built-in kinds plus those of the stored CustomResourceDefinitions."""
-        conn = self.store._conn()
-        key = conn.execute("SELECT count(*), max(rv) FROM objects WHERE kind=?", (CRD_KIND,)).fetchone()
+        key = self.store.fingerprint(CRD_KIND)
         with self._lock:
             if self._registry is None or key != self._registry_key:
                 registry = builtin_registry()
@@ -424,12 +421,6 @@ class APIServer:
 
     def _admit(self, operation: str, rt: ResourceType, ns: str, name: str, obj: dict | None,
                old: dict | None, dry_run: bool, pending_namespaces: dict | None) -> dict | None:
-        if not self.admission:
-            if obj is None:
-                return None
-            from kctl.admission import defaults
-
-            return defaults.apply_defaults(obj, rt)
         from kctl.admission import chain
         from kctl.admission.hooks import AdmissionRequest
 
@@ -445,15 +436,8 @@ class APIServer:
                            warn=self._warn)
 
     def _hooks(self) -> tuple[list[dict], list[dict]]:
-        rows = self.store._conn().execute(
-            "SELECT kind, data FROM objects WHERE kind IN (?, ?) ORDER BY name", HOOK_KINDS).fetchall()
-        if not rows:
-            return [], []
-        import json
-
-        mutating = [json.loads(d) for k, d in rows if k == HOOK_KINDS[0]]
-        validating = [json.loads(d) for k, d in rows if k == HOOK_KINDS[1]]
-        return mutating, validating
+        """The admission hooks stored now (mutating, validating)."""
+        return self.store.list(HOOK_KINDS[0])[0], self.store.list(HOOK_KINDS[1])[0]
 
     def _check_crd(self, rt: ResourceType, obj: dict) -> None:
         if rt.group_kind != CRD_KIND:
@@ -583,11 +567,9 @@ class APIServer:
     def _drop_custom_objects(self, txn: Transaction, crd: dict) -> None:
         spec = crd.get("spec") or {}
         group_kind = f'{(spec.get("names") or {}).get("kind")}.{spec.get("group")}'
-        rows = txn._conn.execute("SELECT namespace, name, data FROM objects WHERE kind=?", (group_kind,)).fetchall()
-        import json
-
-        for ns, name, data in rows:
-            txn.delete(group_kind, ns, name, json.loads(data))
+        for obj in txn.list(group_kind):
+            meta = obj["metadata"]
+            txn.delete(group_kind, meta.get("namespace", ""), meta["name"], obj)
 
     def _check_namespace(self, txn: Transaction, ns: str) -> None:
         ns_obj = txn.get(NAMESPACE, "", ns)
@@ -715,4 +697,4 @@ def _os_user() -> str:
         return "unknown"
 
 
-__all__ = ["APIServer", "WriteResult", "now_rfc3339", "dataclasses"]
+__all__ = ["APIServer", "WriteResult", "now_rfc3339"]

@@ -133,6 +133,10 @@ class Transaction:
         self._log(rev, "DELETED", kind, namespace, name, _dumps(obj), obj)
         return obj
 
+    def list(self, kind: str) -> list[dict]:
+        """Every object of a kind, as this transaction sees them."""
+        return [_loads(r[0]) for r in self._conn.execute("SELECT data FROM objects WHERE kind=?", (kind,))]
+
     def dependents(self, owner_uid: str) -> list[tuple[str, str, str]]:
         """(kind, namespace, name) of every object with an ownerReference to owner_uid."""
         return [tuple(r) for r in self._conn.execute(
@@ -238,6 +242,10 @@ class Store:
             rev = conn.execute("SELECT value FROM meta WHERE key='revision'").fetchone()[0]
             rows = conn.execute(sql + " ORDER BY namespace, name", args).fetchall()
         return [_loads(r[0]) for r in rows], rev
+
+    def fingerprint(self, kind: str) -> tuple[int, int | None]:
+        """(count, highest resourceVersion) of a kind: changes whenever any object of it does."""
+        return tuple(self._conn().execute("SELECT count(*), max(rv) FROM objects WHERE kind=?", (kind,)).fetchone())
 
     def count(self, kind: str | None = None) -> int:
         if kind is None:
