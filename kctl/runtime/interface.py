@@ -1,0 +1,180 @@
+"""What a node agent needs from a container runtime, as a Protocol and plain data.
+
+kctl.runtime.podman implements it with podman-py (local unix socket or ssh://), and
+kctl.runtime.memory in memory for unit tests. The agent (kctl.agent) only ever speaks
+this interface, so the same agent code drives a local or a remote host.
+
+Everything kctl creates carries the LABEL_* labels, so an agent can find and adopt what
+exists after a restart, and never touches what it did not make.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Protocol
+
+LABEL_MANAGED = "io.kctl.managed"          # "true" on every pod, container and volume kctl makes
+LABEL_POD_UID = "io.kctl.pod.uid"
+LABEL_POD_NAMESPACE = "io.kctl.pod.namespace"
+LABEL_POD_NAME = "io.kctl.pod.name"
+LABEL_CONTAINER = "io.kctl.container.name"  # the container's name in the Pod spec
+LABEL_CONTAINER_KIND = "io.kctl.container.kind"  # "init" | "app"
+LABEL_SPEC_HASH = "io.kctl.container.hash"  # hash of the container spec it was made from
+LABEL_RESTART = "io.kctl.container.restart"  # restart count at the time it was made ("0", "1", ...)
+LABEL_VOLUME = "io.kctl.volume.name"         # the volume's name in the Pod spec
+
+
+class RuntimeError_(Exception):
+    """A runtime call failed; `message` is one line a person can read."""
+
+
+class ImageNotFound(RuntimeError_):
+    """The image is not on the host (and could not be pulled)."""
+
+
+class NotFoundInRuntime(RuntimeError_):
+    """The pod, container or volume does not exist (any more)."""
+
+
+@dataclass(frozen=True)
+class PortMapping:
+    container_port: int
+    host_port: int
+    protocol: str = "TCP"
+    host_ip: str = ""
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A named volume (`volume`) or a host path (`host_path`) at `target` in the container."""
+
+    target: str
+    volume: str | None = None
+    host_path: str | None = None
+    read_only: bool = False
+    sub_path: str | None = None
+
+
+@dataclass(frozen=True)
+class PodSandboxSpec:
+    """One Podman pod: the shared network namespace of a kctl Pod."""
+
+    name: str
+    labels: dict[str, str]
+    hostname: str = ""
+    port_mappings: tuple[PortMapping, ...] = ()
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """One container to create inside a pod sandbox."""
+
+    name: str
+    image: str
+    labels: dict[str, str]
+    entrypoint: list[str] | None = None   # Pod spec `command`
+    command: list[str] | None = None      # Pod spec `args`
+    env: dict[str, str] = field(default_factory=dict)
+    working_dir: str | None = None
+    mounts: tuple[Mount, ...] = ()
+    cpu_limit_millis: int | None = None
+    memory_limit_bytes: int | None = None
+    user: str | None = None               # "uid" or "uid:gid"
+    read_only_rootfs: bool = False
+    cap_add: tuple[str, ...] = ()
+    cap_drop: tuple[str, ...] = ()
+    privileged: bool = False
+    stdin: bool = False
+    tty: bool = False
+
+
+@dataclass(frozen=True)
+class PodSandbox:
+    id: str
+    name: str
+    labels: dict[str, str]
+    running: bool
+    ip: str = ""
+
+
+@dataclass(frozen=True)
+class ContainerState:
+    """What the runtime knows of one container. Times are RFC 3339 UTC strings or ""."""
+
+    id: str
+    name: str
+    pod_id: str
+    labels: dict[str, str]
+    image: str
+    image_id: str
+    state: str  # "created" | "running" | "exited" (paused/stopping map to running/exited)
+    exit_code: int | None = None
+    oom_killed: bool = False
+    started_at: str = ""
+    finished_at: str = ""
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    id: str
+    names: tuple[str, ...]
+    size: int = 0
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    """For the Node object: capacity and nodeInfo."""
+
+    cpus: int
+    memory_bytes: int
+    os: str
+    kernel: str
+    arch: str
+    runtime_version: str  # e.g. "podman://4.3.1"
+    hostname: str
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+
+
+class Runtime(Protocol):
+    """The container runtime of one host. Calls are blocking and thread-safe."""
+
+    def info(self) -> HostInfo: ...
+
+    # pod sandboxes
+    def list_pods(self, labels: dict[str, str]) -> list[PodSandbox]: ...
+    def create_pod(self, spec: PodSandboxSpec) -> PodSandbox: ...
+    def remove_pod(self, pod_id: str) -> None: ...          # force: stops and removes its containers
+
+    # containers
+    def list_containers(self, labels: dict[str, str]) -> list[ContainerState]: ...
+    def create_container(self, pod_id: str, spec: ContainerSpec) -> str: ...
+    def start_container(self, container_id: str) -> None: ...
+    def stop_container(self, container_id: str, *, timeout: int) -> None: ...  # SIGTERM, SIGKILL after timeout s
+    def remove_container(self, container_id: str) -> None: ...
+    def inspect_container(self, container_id: str) -> ContainerState: ...
+
+    # images
+    def image_present(self, ref: str) -> bool: ...
+    def pull_image(self, ref: str) -> None: ...             # ImageNotFound when it cannot
+    def list_images(self) -> list[ImageInfo]: ...
+
+    # volumes
+    def list_volumes(self, labels: dict[str, str]) -> list[str]: ...
+    def create_volume(self, name: str, labels: dict[str, str]) -> None: ...
+    def remove_volume(self, name: str) -> None: ...
+    def write_files(self, container_id: str, directory: str, files: dict[str, tuple[bytes, int]]) -> None:
+        """Put files (relative path -> (content, mode)) under directory in a created or running container."""
+        ...
+
+    # exec and logs
+    def exec(self, container_id: str, argv: list[str], *, stdin: bytes | None = None,
+             timeout: float | None = None) -> ExecResult: ...
+    def logs(self, container_id: str, *, follow: bool = False, tail: int | None = None,
+             since: float | None = None, timestamps: bool = False) -> Iterator[bytes]: ...
