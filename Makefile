@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # The demo uses its own store under .state/ unless KCTL_STORE says otherwise.
 export KCTL_STORE ?= $(CURDIR)/.state/kctl.db
 
-.PHONY: run test unit bench schemas clean help
+.PHONY: run test unit bench schemas clean help system stop
 
 help:
 	@echo "make run    - install what is missing, apply examples/ to the embedded store, show it"
@@ -28,7 +28,10 @@ run: $(STAMP)
 	$(BIN)/kctl get configmaps,services -n demo
 	$(BIN)/kctl get mutatingadmissionhooks,validatingadmissionhooks
 
-test: $(STAMP)
+system:
+	tools/install-system-deps.sh
+
+test: system $(STAMP)
 	$(BIN)/python -m pytest tests/
 
 unit: $(STAMP)

@@ -1,0 +1,183 @@
+"""Recording v1 Events about objects, as client-go's event recorder does.
+
+The node agent (kctl.agent.agent) records what it does to pods ("Pulled", "Started",
+"BackOff", ...) and controllers record their decisions here too; `kctl describe` shows
+them. An Event repeated for the same object (same involvedObject uid, reason, message
+and source) is not stored again: the existing Event's `count` and `lastTimestamp` are
+bumped, as Kubernetes' event correlator does.
+
+`record` never raises: an Event is best effort, and failing to write one must not stop
+the work it reports (the failure is logged).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import secrets
+import threading
+import time
+from collections import OrderedDict
+
+from kctl.api.errors import AlreadyExists, APIError, Conflict, NotFound
+
+log = logging.getLogger("kctl.events")
+
+#: Events of cluster-scoped objects (Nodes) go here, as in Kubernetes
+DEFAULT_NAMESPACE = "default"
+MAX_MESSAGE = 1024
+INDEX_SIZE = 4096
+UPDATE_ATTEMPTS = 3
+
+_Key = tuple[str, str, str, str, str, str, str, str]
+
+
+class _Index:
+    """Which Event name holds each (store, namespace, uid, reason, message, source...) seen here."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._names: OrderedDict[_Key, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: _Key) -> str | None:
+        with self._lock:
+            name = self._names.get(key)
+            if name is not None:
+                self._names.move_to_end(key)
+            return name
+
+    def put(self, key: _Key, name: str) -> None:
+        with self._lock:
+            self._names[key] = name
+            self._names.move_to_end(key)
+            while len(self._names) > self._size:
+                self._names.popitem(last=False)
+
+    def drop(self, key: _Key) -> None:
+        with self._lock:
+            self._names.pop(key, None)
+
+
+_INDEX = _Index(INDEX_SIZE)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def involved_reference(obj: dict, *, field_path: str = "") -> dict:
+    """The ObjectReference of an object, as an Event's involvedObject."""
+    meta = obj.get("metadata") or {}
+    ref = {"apiVersion": obj.get("apiVersion", ""), "kind": obj.get("kind", ""), "name": meta.get("name", ""),
+           "uid": meta.get("uid", "")}
+    if meta.get("namespace"):
+        ref["namespace"] = meta["namespace"]
+    if meta.get("resourceVersion"):
+        ref["resourceVersion"] = meta["resourceVersion"]
+    if field_path:
+        ref["fieldPath"] = field_path
+    return ref
+
+
+def record(api, involved: dict, *, type: str, reason: str, message: str, component: str,
+           field_path: str = "", host: str = "") -> None:
+    """Record an Event about `involved` (a Pod, Node, ...), or bump the matching one's count.
+
+    `type` is "Normal" or "Warning". Never raises.
+    """
+    try:
+        _record(api, involved, type=type, reason=reason, message=message[:MAX_MESSAGE], component=component,
+                field_path=field_path, host=host)
+    except Exception as exc:  # best effort: log and carry on
+        meta = involved.get("metadata") or {}
+        log.warning("cannot record event %s for %s %s/%s: %s", reason, involved.get("kind"),
+                    meta.get("namespace", ""), meta.get("name"), exc)
+
+
+def _record(api, involved: dict, *, type: str, reason: str, message: str, component: str, field_path: str,
+            host: str) -> None:
+    meta = involved.get("metadata") or {}
+    namespace = meta.get("namespace") or DEFAULT_NAMESPACE
+    uid = meta.get("uid", "")
+    key: _Key = (str(api.store.path), namespace, uid, reason, message, component, host, field_path)
+    rt = api.resource("events")
+    for _ in range(UPDATE_ATTEMPTS):
+        existing = _find(api, rt, key)
+        if existing is None:
+            created = _create(api, involved, namespace, type=type, reason=reason, message=message,
+                              component=component, field_path=field_path, host=host)
+            _INDEX.put(key, created["metadata"]["name"])
+            return
+        existing["count"] = int(existing.get("count") or 1) + 1
+        existing["lastTimestamp"] = _now()
+        try:
+            api.update(existing)
+            return
+        except Conflict:
+            continue  # someone else bumped it: read again
+        except NotFound:
+            _INDEX.drop(key)
+    log.warning("event %s for %s/%s: gave up after %d conflicting updates", reason, namespace,
+                meta.get("name"), UPDATE_ATTEMPTS)
+
+
+def _find(api, rt, key: _Key) -> dict | None:
+    """The stored Event for `key`: through the index, else by a field-selected list."""
+    _, namespace, uid, reason, message, component, host, field_path = key
+    name = _INDEX.get(key)
+    if name is not None:
+        try:
+            event = api.get(rt, name, namespace=namespace)
+            if _matches(event, key):
+                return event
+        except NotFound:
+            pass
+        _INDEX.drop(key)
+    if not uid:
+        return None
+    from kctl.api.selectors import parse_field_selector
+
+    selector = parse_field_selector(f"involvedObject.uid={uid},reason={reason}", kind="Event")
+    events, _ = api.list(rt, namespace=namespace, field_selector=selector)
+    for event in events:
+        if _matches(event, key):
+            _INDEX.put(key, event["metadata"]["name"])
+            return event
+    return None
+
+
+def _matches(event: dict, key: _Key) -> bool:
+    _, _, uid, reason, message, component, host, field_path = key
+    involved = event.get("involvedObject") or {}
+    source = event.get("source") or {}
+    return (involved.get("uid", "") == uid and event.get("reason") == reason and event.get("message") == message
+            and source.get("component", "") == component and source.get("host", "") == host
+            and involved.get("fieldPath", "") == field_path)
+
+
+def _create(api, involved: dict, namespace: str, *, type: str, reason: str, message: str, component: str,
+            field_path: str, host: str) -> dict:
+    now = _now()
+    source = {"component": component}
+    if host:
+        source["host"] = host
+    event = {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"namespace": namespace},
+        "involvedObject": involved_reference(involved, field_path=field_path),
+        "reason": reason, "message": message, "type": type, "source": source,
+        "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        "reportingComponent": component, "reportingInstance": host,
+    }
+    base = (involved.get("metadata") or {}).get("name") or "event"
+    for suffix in (f"{time.time_ns():x}", secrets.token_hex(8)):
+        event["metadata"]["name"] = f"{base}.{suffix}"
+        try:
+            return api.create(event)
+        except AlreadyExists:
+            continue
+    raise APIError(f"no free Event name for {base}")
+
+
+__all__ = ["record", "involved_reference"]

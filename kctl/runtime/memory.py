@@ -1,0 +1,512 @@
+"""The Runtime of kctl.runtime.interface kept in memory, for unit tests of the node agent.
+
+Unit tests (tests/unit/agent, tests/unit/runtime) hand a MemoryRuntime to
+kctl.agent.podsync instead of a PodmanRuntime. It implements every Runtime method and
+adds controls a test needs: `crash` a container, decide what `exec` returns, choose which
+images are present (`images`) or may be pulled (`pullable`), drive time with a FakeClock,
+and read back every call made (`calls`) to assert, say, that nothing was created twice.
+
+How a container's process behaves is read from its command line (entrypoint + command),
+so a Pod manifest alone says what happens:
+
+- no command, or anything not matched below: runs until stopped, crashed or removed;
+- the last word is `true` (or `/bin/true`): exits 0 at once; `false`: exits 1 at once;
+- the command line ends in `exit N` (e.g. `["sh", "-c", "echo hi; exit 3"]`): exits N at once;
+- it ends in `sleep S` (e.g. `["sleep", "5"]`): runs S seconds of the clock, then exits 0;
+  `sleep S; exit N` (or `&&`) runs S seconds, then exits N.
+
+A stopped container exits 143 (SIGTERM), or 137 when its name is in
+`ignores_sigterm` (the clock then moves on by the stop timeout, as SIGKILL comes late).
+Unlike Podman, creating a container that mounts a named volume which does not exist
+fails (Podman would quietly make an unlabelled one): the agent must create its volumes.
+As with Podman, `write_files` into a read-only mount of a *running* container fails
+(Podman copies inside the running container's mount namespace); into a created or
+exited container it writes to the volume itself.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import itertools
+import posixpath
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator, Sequence
+
+from kctl.runtime.interface import (
+    LABEL_CONTAINER,
+    LABEL_MANAGED,
+    ContainerSpec,
+    ContainerState,
+    ExecResult,
+    HostInfo,
+    ImageInfo,
+    ImageNotFound,
+    Mount,
+    NotFoundInRuntime,
+    PodSandbox,
+    PodSandboxSpec,
+    RuntimeError_,
+)
+
+EXIT_SIGTERM = 143
+EXIT_SIGKILL = 137
+EXIT_START_ERROR = 128
+_SCRIPT_END = re.compile(
+    r"(?:^|[\s;&|(])(?:sleep\s+(?P<sleep>\d+(?:\.\d+)?)\s*(?:;|&&)\s*)?exit\s+(?P<code>\d+)\s*$"
+    r"|(?:^|[\s;&|(])sleep\s+(?P<only_sleep>\d+(?:\.\d+)?)\s*$")
+_TRUE = ("true", "/bin/true", "/usr/bin/true")
+_FALSE = ("false", "/bin/false", "/usr/bin/false")
+
+ExecHook = Callable[[ContainerState, list[str]], "ExecResult | int | None"]
+
+
+class FakeClock:
+    """A clock that only moves when told: pass it as `clock` here and as SyncContext.now."""
+
+    def __init__(self, *, start: float = 1_700_000_000.0) -> None:
+        self.now = start
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            return self.now
+
+    def advance(self, seconds: float) -> float:
+        """Move on by `seconds`; the new time."""
+        with self._lock:
+            self.now += seconds
+            return self.now
+
+
+def planned_exit(argv: Sequence[str]) -> tuple[int, float] | None:
+    """(exit code, seconds it runs first) by the module's convention; None: runs until stopped."""
+    if not argv:
+        return None
+    last = argv[-1].strip()
+    if last in _TRUE:
+        return 0, 0.0
+    if last in _FALSE:
+        return 1, 0.0
+    match = _SCRIPT_END.search(" ".join(part.strip() for part in argv))
+    if match is None:
+        return None
+    if match["only_sleep"] is not None:
+        return 0, float(match["only_sleep"])
+    return int(match["code"]), float(match["sleep"] or 0.0)
+
+
+def rfc3339(seconds: float) -> str:
+    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _labels_match(have: dict[str, str], want: dict[str, str]) -> bool:
+    return all(have.get(key) == value for key, value in want.items())
+
+
+@dataclass
+class _ExecRule:
+    result: ExecResult
+    container: str | None
+    argv: tuple[str, ...] | None
+    duration: float
+
+
+@dataclass
+class _Pod:
+    id: str
+    spec: PodSandboxSpec
+    labels: dict[str, str]
+    ip: str
+    running: bool = True
+
+
+@dataclass
+class _Container:
+    id: str
+    pod_id: str
+    spec: ContainerSpec
+    labels: dict[str, str]
+    image_id: str
+    state: str = "created"
+    exit_code: int | None = None
+    oom_killed: bool = False
+    started: float | None = None
+    finished: float | None = None
+    error: str = ""
+    planned: tuple[int, float] | None = None
+    files: dict[str, tuple[bytes, int]] = field(default_factory=dict)
+    output: list[bytes] = field(default_factory=list)
+
+
+@dataclass
+class _Volume:
+    labels: dict[str, str]
+    files: dict[str, tuple[bytes, int]] = field(default_factory=dict)
+
+
+class MemoryRuntime:
+    """A whole Runtime in memory, with test controls (see the module docstring)."""
+
+    def __init__(self, *, images: Iterable[str] = (), pullable: Iterable[str] = (),
+                 clock: Callable[[], float] = time.time, host: HostInfo | None = None) -> None:
+        self.images: set[str] = set(images)
+        self.pullable: set[str] = set(pullable)
+        self.clock = clock
+        self.host = host or HostInfo(cpus=4, memory_bytes=8 * 1024 ** 3, os="linux", kernel="6.1.0",
+                                     arch="amd64", runtime_version="memory://1", hostname="memory")
+        self.calls: list[tuple] = []
+        self.ignores_sigterm: set[str] = set()       # container names (Pod spec) that ignore SIGTERM
+        self.start_errors: dict[str, str] = {}       # container name (Pod spec) -> start error message
+        self.exec_hook: ExecHook | None = None
+        self.host_files: dict[str, tuple[bytes, int]] = {}  # written through host-path mounts
+        self._exec_rules: list[_ExecRule] = []
+        self._pods: dict[str, _Pod] = {}
+        self._containers: dict[str, _Container] = {}
+        self._volumes: dict[str, _Volume] = {}
+        self._ids = itertools.count(1)
+        self._lock = threading.RLock()
+
+    # -- test controls --------------------------------------------------------------------
+
+    def crash(self, container_id: str, exit_code: int, *, oom: bool = False) -> None:
+        """Make a running container exit now with `exit_code` (OOM-killed if `oom`)."""
+        with self._lock:
+            container = self._get_container(container_id)
+            if container.state != "running":
+                raise RuntimeError_(f"container {container_id[:12]} is not running")
+            self._exit(container, exit_code, oom=oom)
+
+    def set_exec_result(self, result: ExecResult | int, *, container: str | None = None,
+                        argv: Sequence[str] | None = None, duration: float = 0.0) -> None:
+        """What exec returns from now on, for a container (name in the Pod spec, or id) and argv.
+
+        Later rules win over earlier ones. `duration` seconds pass on a FakeClock; an exec
+        whose timeout is shorter fails as timed out. Without any rule exec returns 0.
+        """
+        if isinstance(result, int):
+            result = ExecResult(exit_code=result, stdout=b"", stderr=b"")
+        with self._lock:
+            self._exec_rules.append(_ExecRule(result=result, container=container,
+                                              argv=tuple(argv) if argv is not None else None, duration=duration))
+
+    def stop_sandbox(self, pod_id: str) -> None:
+        """The pod's infra container dies (a host reboot): the pod and its containers stop."""
+        with self._lock:
+            pod = self._pods[pod_id]
+            pod.running = False
+            for container in self._containers.values():
+                if container.pod_id == pod_id and container.state == "running":
+                    self._exit(container, EXIT_SIGKILL)
+
+    def emit(self, container_id: str, data: bytes) -> None:
+        """Append output to a container's log."""
+        with self._lock:
+            self._get_container(container_id).output.append(data)
+
+    def read_file(self, container_id: str, path: str) -> tuple[bytes, int] | None:
+        """(content, mode) of a file written with write_files, as the container sees it."""
+        with self._lock:
+            container = self._get_container(container_id)
+            store, relative = self._resolve(container, path)
+            return store.get(relative)
+
+    def volume_files(self, name: str) -> dict[str, tuple[bytes, int]]:
+        """The files written into a named volume (relative path -> (content, mode))."""
+        with self._lock:
+            return dict(self._volumes[name].files)
+
+    def calls_to(self, method: str) -> list[tuple]:
+        """The recorded calls of one method, in order (each a tuple starting with its name)."""
+        return [call for call in list(self.calls) if call[0] == method]
+
+    def count(self, method: str) -> int:
+        return len(self.calls_to(method))
+
+    def container_ids(self, *, name: str | None = None) -> list[str]:
+        """Ids of the containers that exist, oldest first (only those named `name` in the Pod spec)."""
+        with self._lock:
+            return [c.id for c in self._containers.values()
+                    if name is None or c.labels.get(LABEL_CONTAINER) == name]
+
+    # -- host -----------------------------------------------------------------------------
+
+    def info(self) -> HostInfo:
+        self._record("info")
+        return self.host
+
+    # -- pod sandboxes --------------------------------------------------------------------
+
+    def list_pods(self, labels: dict[str, str]) -> list[PodSandbox]:
+        self._record("list_pods", dict(labels))
+        with self._lock:
+            return [self._sandbox(pod) for pod in self._pods.values() if _labels_match(pod.labels, labels)]
+
+    def create_pod(self, spec: PodSandboxSpec) -> PodSandbox:
+        self._record("create_pod", spec.name)
+        with self._lock:
+            if any(pod.spec.name == spec.name for pod in self._pods.values()):
+                raise RuntimeError_(f"create pod {spec.name}: name is already in use")
+            number = next(self._ids)
+            pod = _Pod(id=_digest(f"pod-{number}"), spec=spec, labels={LABEL_MANAGED: "true", **spec.labels},
+                       ip=f"10.88.{number // 250}.{number % 250 + 2}")
+            self._pods[pod.id] = pod
+            return self._sandbox(pod)
+
+    def remove_pod(self, pod_id: str) -> None:
+        self._record("remove_pod", pod_id)
+        with self._lock:
+            self._pods.pop(pod_id, None)
+            for container_id in [c.id for c in self._containers.values() if c.pod_id == pod_id]:
+                del self._containers[container_id]
+
+    # -- containers -----------------------------------------------------------------------
+
+    def list_containers(self, labels: dict[str, str]) -> list[ContainerState]:
+        self._record("list_containers", dict(labels))
+        with self._lock:
+            return [self._state(c) for c in self._containers.values() if _labels_match(c.labels, labels)]
+
+    def create_container(self, pod_id: str, spec: ContainerSpec) -> str:
+        self._record("create_container", spec.name)
+        with self._lock:
+            if pod_id not in self._pods:
+                raise NotFoundInRuntime(f"create container {spec.name}: no such pod {pod_id[:12]}")
+            if spec.image not in self.images:
+                raise ImageNotFound(f"create container {spec.name}: {spec.image}: image not known")
+            if any(c.spec.name == spec.name for c in self._containers.values()):
+                raise RuntimeError_(f"create container {spec.name}: name is already in use")
+            for mount in spec.mounts:
+                if mount.volume and mount.volume not in self._volumes:
+                    raise RuntimeError_(f"create container {spec.name}: no such volume {mount.volume}")
+            container = _Container(id=_digest(f"container-{next(self._ids)}"), pod_id=pod_id, spec=spec,
+                                   labels={LABEL_MANAGED: "true", **spec.labels},
+                                   image_id=self._image_id(spec.image),
+                                   planned=planned_exit([*(spec.entrypoint or []), *(spec.command or [])]))
+            self._containers[container.id] = container
+            return container.id
+
+    def start_container(self, container_id: str) -> None:
+        self._record("start_container", container_id)
+        with self._lock:
+            container = self._get_container(container_id)
+            if container.state == "running":
+                return
+            if not self._pods[container.pod_id].running:
+                raise RuntimeError_(f"start container {container_id[:12]}: its pod is not running")
+            now = self.clock()
+            container.started, container.finished = now, None
+            container.exit_code, container.oom_killed, container.error = None, False, ""
+            message = self.start_errors.get(container.labels.get(LABEL_CONTAINER, ""))
+            if message:
+                container.error = message
+                self._exit(container, EXIT_START_ERROR)
+                raise RuntimeError_(f"start container {container_id[:12]}: {message}")
+            container.state = "running"
+            if container.planned is not None and container.planned[1] == 0:
+                self._exit(container, container.planned[0])
+
+    def stop_container(self, container_id: str, *, timeout: int) -> None:
+        self._record("stop_container", container_id, timeout)
+        with self._lock:
+            container = self._get_container(container_id)
+            self._settle(container)
+            if container.state != "running":
+                return
+            if container.labels.get(LABEL_CONTAINER) in self.ignores_sigterm:
+                self._pass_time(timeout)
+                self._exit(container, EXIT_SIGKILL)
+            else:
+                self._exit(container, EXIT_SIGTERM)
+
+    def remove_container(self, container_id: str) -> None:
+        self._record("remove_container", container_id)
+        with self._lock:
+            self._containers.pop(container_id, None)
+
+    def inspect_container(self, container_id: str) -> ContainerState:
+        self._record("inspect_container", container_id)
+        with self._lock:
+            return self._state(self._get_container(container_id))
+
+    # -- images ---------------------------------------------------------------------------
+
+    def image_present(self, ref: str) -> bool:
+        self._record("image_present", ref)
+        with self._lock:
+            return ref in self.images
+
+    def pull_image(self, ref: str) -> None:
+        self._record("pull_image", ref)
+        with self._lock:
+            if ref not in self.pullable:
+                raise ImageNotFound(f"pull image {ref}: initializing source docker://{ref}: "
+                                    "pinging container registry: connection refused")
+            self.images.add(ref)
+
+    def list_images(self) -> list[ImageInfo]:
+        self._record("list_images")
+        with self._lock:
+            return [ImageInfo(id=self._image_id(ref), names=(ref,)) for ref in sorted(self.images)]
+
+    # -- volumes --------------------------------------------------------------------------
+
+    def list_volumes(self, labels: dict[str, str]) -> list[str]:
+        self._record("list_volumes", dict(labels))
+        with self._lock:
+            return [name for name, volume in self._volumes.items() if _labels_match(volume.labels, labels)]
+
+    def create_volume(self, name: str, labels: dict[str, str]) -> None:
+        self._record("create_volume", name)
+        with self._lock:
+            self._volumes.setdefault(name, _Volume(labels={LABEL_MANAGED: "true", **labels}))
+
+    def remove_volume(self, name: str) -> None:
+        self._record("remove_volume", name)
+        with self._lock:
+            self._volumes.pop(name, None)
+
+    def write_files(self, container_id: str, directory: str, files: dict[str, tuple[bytes, int]]) -> None:
+        self._record("write_files", container_id, directory, tuple(sorted(files)))
+        with self._lock:
+            container = self._get_container(container_id)
+            self._settle(container)
+            for path, (content, mode) in files.items():
+                if posixpath.isabs(path) or ".." in path.split("/"):
+                    raise RuntimeError_(f"write files to {directory}: {path!r} is not a relative path")
+                mount = self._mount_of(container, posixpath.join(directory, path))
+                if mount is not None and mount.read_only and container.state == "running":
+                    raise RuntimeError_(f"write files to {directory} in container {container_id[:12]}: "
+                                        f"{posixpath.join(directory, path)}: read-only file system")
+                store, relative = self._resolve(container, posixpath.join(directory, path))
+                store[relative] = (bytes(content), mode)
+
+    # -- exec and logs --------------------------------------------------------------------
+
+    def exec(self, container_id: str, argv: list[str], *, stdin: bytes | None = None,
+             timeout: float | None = None) -> ExecResult:
+        self._record("exec", container_id, tuple(argv))
+        with self._lock:
+            container = self._get_container(container_id)
+            self._settle(container)
+            if container.state != "running":
+                raise RuntimeError_(f"exec {argv[0] if argv else ''} in container {container_id[:12]}: "
+                                    "container is not running")
+            state = self._state(container)
+            rule = self._exec_rule(container, argv)
+        if self.exec_hook is not None:
+            hooked = self.exec_hook(state, list(argv))
+            if hooked is not None:
+                return hooked if isinstance(hooked, ExecResult) else ExecResult(hooked, b"", b"")
+        if rule is None:
+            return ExecResult(exit_code=0, stdout=b"", stderr=b"")
+        if timeout is not None and rule.duration > timeout:
+            self._pass_time(timeout)
+            raise RuntimeError_(f"exec {argv[0] if argv else ''} in container {container_id[:12]}: "
+                                f"timed out after {timeout:g} s")
+        self._pass_time(rule.duration)
+        return rule.result
+
+    def logs(self, container_id: str, *, follow: bool = False, tail: int | None = None,
+             since: float | None = None, timestamps: bool = False) -> Iterator[bytes]:
+        self._record("logs", container_id)
+        with self._lock:
+            output = list(self._get_container(container_id).output)
+        if tail is not None:
+            output = output[-tail:] if tail > 0 else []
+        return iter(output)
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _record(self, method: str, *args: object) -> None:
+        with self._lock:
+            self.calls.append((method, *args))
+
+    def _get_container(self, container_id: str) -> _Container:
+        container = self._containers.get(container_id)
+        if container is None:
+            raise NotFoundInRuntime(f"no such container {container_id[:12]}")
+        return container
+
+    def _image_id(self, ref: str) -> str:
+        return "sha256:" + _digest(f"image-{ref}")
+
+    def _sandbox(self, pod: _Pod) -> PodSandbox:
+        return PodSandbox(id=pod.id, name=pod.spec.name, labels=dict(pod.labels), running=pod.running,
+                          ip=pod.ip if pod.running else "")
+
+    def _exit(self, container: _Container, exit_code: int, *, oom: bool = False,
+              at: float | None = None) -> None:
+        container.state = "exited"
+        container.exit_code = exit_code
+        container.oom_killed = oom
+        container.finished = self.clock() if at is None else at
+
+    def _settle(self, container: _Container) -> None:
+        """A running container whose planned run time is over has exited by now."""
+        if container.state != "running" or container.planned is None or container.started is None:
+            return
+        code, seconds = container.planned
+        if self.clock() >= container.started + seconds:
+            self._exit(container, code, at=container.started + seconds)
+
+    def _state(self, container: _Container) -> ContainerState:
+        self._settle(container)
+        return ContainerState(
+            id=container.id, name=container.spec.name, pod_id=container.pod_id, labels=dict(container.labels),
+            image=container.spec.image, image_id=container.image_id, state=container.state,
+            exit_code=container.exit_code if container.state == "exited" else None,
+            oom_killed=container.oom_killed,
+            started_at=rfc3339(container.started) if container.started is not None else "",
+            finished_at=rfc3339(container.finished) if container.finished is not None else "",
+            error=container.error)
+
+    @staticmethod
+    def _mount_of(container: _Container, path: str) -> Mount | None:
+        """The mount `path` falls under (the deepest one), None for the container's own files."""
+        path = posixpath.normpath(path)
+        best = None
+        for mount in container.spec.mounts:
+            target = posixpath.normpath(mount.target)
+            if (path == target or path.startswith(target.rstrip("/") + "/")) and (
+                    best is None or len(target) > len(posixpath.normpath(best.target))):
+                best = mount
+        return best
+
+    def _resolve(self, container: _Container, path: str) -> tuple[dict[str, tuple[bytes, int]], str]:
+        """Where `path` in the container lives: (a volume's, the host's or the container's files, key)."""
+        path = posixpath.normpath(path)
+        best = self._mount_of(container, path)
+        if best is None:
+            return container.files, path
+        relative = posixpath.relpath(path, posixpath.normpath(best.target))
+        if best.sub_path:
+            relative = posixpath.normpath(posixpath.join(best.sub_path, relative))
+        if best.volume:
+            return self._volumes[best.volume].files, relative
+        return self.host_files, posixpath.normpath(posixpath.join(best.host_path or "/", relative))
+
+    def _exec_rule(self, container: _Container, argv: Sequence[str]) -> _ExecRule | None:
+        name = container.labels.get(LABEL_CONTAINER)
+        for rule in reversed(self._exec_rules):
+            if rule.container is not None and rule.container not in (name, container.id):
+                continue
+            if rule.argv is not None and rule.argv != tuple(argv):
+                continue
+            return rule
+        return None
+
+    def _pass_time(self, seconds: float) -> None:
+        advance = getattr(self.clock, "advance", None)
+        if seconds > 0 and callable(advance):
+            advance(seconds)
+
+
+__all__ = ["FakeClock", "MemoryRuntime", "planned_exit"]

@@ -1,0 +1,240 @@
+"""`kctl daemon`, `kctl logs` and `kctl exec` as a user runs them: flags, errors, exit statuses.
+
+logs and exec reach a fake runtime (kctl.cli.logs._runtime_for is replaced); the daemon
+runs for real in a subprocess, pointed at a Podman URL nothing listens on.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kctl.runtime.interface import (LABEL_CONTAINER, LABEL_POD_UID, LABEL_RESTART, ContainerState, ExecResult,
+                                    RuntimeError_)
+
+
+class FakeRuntime:
+    """Containers by labels, canned logs and exec results; records the calls."""
+
+    def __init__(self) -> None:
+        self.containers: list[ContainerState] = []
+        self.calls: list[tuple] = []
+        self.exec_result = ExecResult(0, b"out\n", b"")
+
+    def add(self, uid: str, name: str, restart: int, state: str = "running") -> str:
+        cid = f"{name}-{restart}"
+        self.containers.append(ContainerState(
+            id=cid, name=cid, pod_id="p", image="busybox", image_id="i", state=state, started_at=f"t{restart}",
+            labels={LABEL_POD_UID: uid, LABEL_CONTAINER: name, LABEL_RESTART: str(restart)}))
+        return cid
+
+    def list_containers(self, labels):
+        return [c for c in self.containers if all(c.labels.get(k) == v for k, v in labels.items())]
+
+    def logs(self, container_id, *, follow=False, tail=None, since=None, timestamps=False):
+        self.calls.append(("logs", container_id, follow, tail, since, timestamps))
+        if container_id == "broken-0":
+            raise RuntimeError_("connection lost")
+        yield f"log of {container_id}\n".encode()
+
+    def exec(self, container_id, argv, *, stdin=None, timeout=None):
+        self.calls.append(("exec", container_id, argv, stdin))
+        return self.exec_result
+
+
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  nodeName: n1
+  containers:
+  - {name: a, image: busybox}
+  - {name: b, image: busybox}
+"""
+NODE = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+  annotations: {kctl.io/podman-url: "unix:///nowhere.sock"}
+"""
+
+
+@pytest.fixture
+def runtime(kctl, tmp_path, monkeypatch):
+    """A Node n1, a two-container Pod `web` bound to it, and the fake runtime behind n1."""
+    from kctl.cli import logs
+
+    fake = FakeRuntime()
+    monkeypatch.setattr(logs, "_runtime_for", lambda node: fake)
+    (tmp_path / "objs.yaml").write_text(NODE + "---\n" + POD)
+    assert kctl("apply", "-f", str(tmp_path / "objs.yaml")).code == 0
+    fake.uid = kctl("get", "pod", "web", "-o", "jsonpath={.metadata.uid}").out
+    return fake
+
+
+# -- help and flags --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("command, needles", [
+    ("daemon", ["--node", "--podman-url", "--workers", "--log-level"]),
+    ("logs", ["--container", "--follow", "--tail", "--since", "--previous", "--timestamps"]),
+    ("exec", ["--container", "--stdin", "--tty", "COMMAND"]),
+], ids=["daemon", "logs", "exec"])
+def test_help(kctl, command, needles):
+    """Each command's help names its flags."""
+    result = kctl(command, "--help")
+    assert result.code == 0
+    for needle in needles:
+        assert needle in result.out
+
+
+@pytest.mark.parametrize("args", [
+    ["daemon", "--workers", "0"],
+    ["daemon", "--log-level", "loud"],
+    ["daemon", "--bogus"],
+    ["logs"],
+    ["exec", "web"],
+], ids=["workers-zero", "bad-log-level", "unknown-flag", "logs-no-pod", "exec-no-command"])
+def test_bad_flags_are_usage_errors(kctl, args):
+    """Bad or missing arguments exit 2 before anything runs."""
+    assert kctl(*args).code == 2
+
+
+# -- logs --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [["logs", "nope"], ["exec", "nope", "--", "true"]], ids=["logs", "exec"])
+def test_missing_pod_is_not_found(kctl, args):
+    """A pod that does not exist: kubectl's NotFound line, exit 3."""
+    result = kctl(*args)
+    assert result.code == 3
+    assert result.err == 'Error from server (NotFound): pods "nope" not found\n'
+
+
+def test_logs_needs_container_of_several(kctl, runtime):
+    """Several containers and no -c: an error listing them, as kubectl words it."""
+    result = kctl("logs", "web")
+    assert result.code == 1
+    assert result.err == "error: a container name must be specified for pod web, choose one of: [a b]\n"
+
+
+@pytest.mark.parametrize("args, container, options", [
+    (["-c", "a"], "a-1", (False, None, None, False)),
+    (["-c", "a", "--previous"], "a-0", (False, None, None, False)),
+    (["-c", "b", "-f", "--tail", "5", "--timestamps"], "b-0", (True, 5, None, True)),
+], ids=["current", "previous", "follow-tail-timestamps"])
+def test_logs_streams_chosen_instance(kctl, runtime, args, container, options):
+    """The container is found by pod uid + name; --previous is the instance before the current one."""
+    runtime.add(runtime.uid, "a", 0, state="exited")
+    runtime.add(runtime.uid, "a", 1)
+    runtime.add(runtime.uid, "b", 0)
+    result = kctl("logs", "web", *args)
+    assert result.code == 0, result.err
+    assert result.out == f"log of {container}\n"
+    assert runtime.calls == [("logs", container, *options)]
+
+
+def test_logs_since_is_a_time_before_now(kctl, runtime):
+    """--since 5m asks for logs from five minutes ago on."""
+    runtime.add(runtime.uid, "a", 0)
+    assert kctl("logs", "web", "-c", "a", "--since", "5m").code == 0
+    since = runtime.calls[0][4]
+    assert abs(since - (time.time() - 300)) < 5
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-c", "a"], 'container "a" in pod "web" is waiting to start: ContainerCreating'),
+    (["-c", "a", "--previous"], 'previous terminated container "a" in pod "web" not found'),
+    (["-c", "zzz"], "container zzz is not valid for pod web"),
+], ids=["not-started", "no-previous", "unknown-container"])
+def test_logs_errors(kctl, runtime, args, message):
+    """No such container instance: one error line, exit 1."""
+    result = kctl("logs", "web", *args)
+    assert (result.code, result.err) == (1, f"error: {message}\n")
+
+
+def test_logs_runtime_error_is_one_line(kctl, runtime):
+    """A runtime failure while streaming: one error line, exit 1."""
+    runtime.add(runtime.uid, "broken", 0)
+    runtime.containers[-1].labels[LABEL_CONTAINER] = "a"
+    assert kctl("logs", "web", "-c", "a").err == "error: connection lost\n"
+
+
+def test_logs_bad_since_is_usage_error(kctl, runtime):
+    """--since that is no duration exits 2."""
+    assert kctl("logs", "web", "-c", "a", "--since", "5x").code == 2
+
+
+# -- exec --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("exit_code", [0, 3, 137], ids=["ok", "failed", "killed"])
+def test_exec_output_and_exit_status(kctl, runtime, exit_code):
+    """exec prints the command's stdout/stderr and exits with its status."""
+    runtime.add(runtime.uid, "a", 0)
+    runtime.exec_result = ExecResult(exit_code, b"hello\n", b"warn\n")
+    result = kctl("exec", "web", "-c", "a", "--", "sh", "-c", "echo hello")
+    assert (result.code, result.out, result.err) == (exit_code, "hello\n", "warn\n")
+    assert runtime.calls == [("exec", "a-0", ["sh", "-c", "echo hello"], None)]
+
+
+def test_exec_stdin_and_default_container(kctl, runtime):
+    """-i passes stdin; without -c the first container is used and named on stderr."""
+    runtime.add(runtime.uid, "a", 0)
+    result = kctl("exec", "-i", "web", "--", "cat", input="data")
+    assert result.code == 0
+    assert result.err.startswith('Defaulted container "a" out of: a, b')
+    assert runtime.calls == [("exec", "a-0", ["cat"], b"data")]
+
+
+def test_exec_needs_running_container(kctl, runtime):
+    """A container with no running instance cannot be exec'd into."""
+    runtime.add(runtime.uid, "a", 0, state="exited")
+    result = kctl("exec", "web", "-c", "a", "--", "true")
+    assert (result.code, result.err) == (1, 'error: unable to upgrade connection: container not found ("a")\n')
+
+
+def test_unscheduled_pod(kctl, tmp_path):
+    """A pod not bound to a node has no logs yet: BadRequest, exit 1."""
+    (tmp_path / "p.yaml").write_text(POD.replace("  nodeName: n1\n", ""))
+    kctl("apply", "-f", str(tmp_path / "p.yaml"))
+    result = kctl("logs", "web", "-c", "a")
+    assert result.code == 1 and "not scheduled to a node" in result.err
+
+
+# -- the daemon, for real ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_daemon_registers_node_and_stops_cleanly(tmp_path, sig):
+    """On an empty store the daemon registers this host, logs to stderr, and exits 0 on a signal."""
+    store = tmp_path / "kctl.db"
+    env = {**os.environ, "KCTL_STORE": str(store)}
+    proc = subprocess.Popen([sys.executable, "-m", "kctl", "daemon", "--node", "testhost", "--podman-url",
+                             f"unix://{tmp_path}/nothing.sock", "--heartbeat", "0.5"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        registered = False
+        while time.monotonic() < deadline and not registered:
+            out = subprocess.run([sys.executable, "-m", "kctl", "get", "node", "testhost", "-o",
+                                  "jsonpath={.metadata.annotations.kctl\\.io/podman-url}"],
+                                 env=env, capture_output=True, text=True)
+            registered = out.returncode == 0 and out.stdout == f"unix://{tmp_path}/nothing.sock"
+            time.sleep(0.2)
+        assert registered
+        time.sleep(0.5)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    text = err.decode()
+    assert proc.returncode == 0, text
+    assert "registered node testhost" in text
+    assert "daemon stopped; containers left running" in text
+    assert "Traceback" not in text

@@ -1,0 +1,166 @@
+"""Fixtures for tests against a real Podman: a private service per session, a runtime per test.
+
+`podman_service` starts `podman system service` with its own storage (--root/--runroot
+under a temporary folder), its own socket and the containers.conf kctl recommends, and
+builds localhost/busybox:demo into it with tools/build-demo-image.sh. Its teardown removes
+every pod, container and volume, stops the service by its PID, unmounts what Podman left
+mounted under the folder and deletes it, whatever the tests did.
+
+`runtime` is a PodmanRuntime on that service; after each test it removes every pod,
+container and volume labelled io.kctl.managed=true, so tests do not leak into each other.
+
+Without podman installed these fixtures fail (they do not skip): `make test` installs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from kctl.runtime.interface import LABEL_MANAGED, RuntimeError_
+from kctl.runtime.podman import PodmanRuntime
+from kctl.runtime.service import LocalPodmanService, containers_conf_text
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD_DEMO_IMAGE = REPO / "tools" / "build-demo-image.sh"
+DEMO_IMAGE = "localhost/busybox:demo"
+SERVICE_START_TIMEOUT = 30.0
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "integration: needs a real Podman (tests/integration)")
+
+
+@dataclass(frozen=True)
+class PodmanTestService:
+    """The private Podman service of a test session."""
+
+    url: str
+    socket: str
+    root: str
+    runroot: str
+    folder: str
+    conf: str
+    image: str = DEMO_IMAGE
+
+
+@pytest.fixture(scope="session")
+def podman_service() -> Iterator[PodmanTestService]:
+    """A private Podman service (own storage, socket, containers.conf) with the demo image."""
+    if shutil.which("podman") is None:
+        pytest.fail("podman is not installed: run `make system` (tools/install-system-deps.sh) as root")
+    folder = tempfile.mkdtemp(prefix="kctl-it-")
+    service: LocalPodmanService | None = None
+    try:
+        settings = _settings(folder)
+        service = LocalPodmanService.ensure(settings.socket, conf=settings.conf, root=settings.root,
+                                           runroot=settings.runroot, timeout=SERVICE_START_TIMEOUT)
+        if not service.owned:
+            pytest.fail(f"a Podman service already answers on {settings.socket}")
+        _build_demo_image(settings)
+        yield settings
+    finally:
+        _tear_down(folder, service)
+
+
+def _settings(folder: str) -> PodmanTestService:
+    conf = os.path.join(folder, "containers.conf")
+    Path(conf).write_text(containers_conf_text())
+    socket = os.path.join(folder, "podman.sock")
+    return PodmanTestService(url=f"unix://{socket}", socket=socket, root=os.path.join(folder, "storage"),
+                             runroot=os.path.join(folder, "run"), folder=folder, conf=conf)
+
+
+def _build_demo_image(settings: PodmanTestService) -> None:
+    result = subprocess.run([str(BUILD_DEMO_IMAGE), "--url", settings.url], capture_output=True,
+                            text=True, timeout=120, env={**os.environ, "CONTAINERS_CONF": settings.conf})
+    if result.returncode != 0:
+        pytest.fail(f"building {DEMO_IMAGE} failed: {result.stderr.strip() or result.stdout.strip()}")
+
+
+@pytest.fixture
+def runtime(podman_service: PodmanTestService) -> Iterator[PodmanRuntime]:
+    """A PodmanRuntime on the session's service; kctl-labelled leftovers are removed after."""
+    runtime = PodmanRuntime(podman_service.url)
+    try:
+        yield runtime
+    finally:
+        remove_everything(runtime, labels={LABEL_MANAGED: "true"})
+        runtime.close()
+
+
+def remove_everything(runtime: PodmanRuntime, *, labels: dict[str, str]) -> None:
+    """Remove the pods (in parallel), then the containers and volumes carrying `labels`."""
+    with contextlib.suppress(RuntimeError_):
+        pods = runtime.list_pods(labels)
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(lambda pod: _quietly(runtime.remove_pod, pod.id), pods))
+    with contextlib.suppress(RuntimeError_):
+        for container in runtime.list_containers(labels):
+            _quietly(runtime.remove_container, container.id)
+    with contextlib.suppress(RuntimeError_):
+        for volume in runtime.list_volumes(labels):
+            _quietly(runtime.remove_volume, volume)
+
+
+def _quietly(call: object, *args: str) -> None:
+    with contextlib.suppress(RuntimeError_):
+        call(*args)  # type: ignore[operator]
+
+
+def _tear_down(folder: str, service: LocalPodmanService | None) -> None:
+    """Empty the service, stop it, end what it left running, unmount and delete the folder."""
+    if service is not None and service.owned:
+        with contextlib.closing(PodmanRuntime(service.url)) as runtime:
+            _warn_about_leftovers(runtime)
+            remove_everything(runtime, labels={})
+        service.stop()
+    _kill_leftover_processes(folder)
+    _unmount_under(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _warn_about_leftovers(runtime: PodmanRuntime) -> None:
+    """Warn when something outlived the tests (the `runtime` fixture should have removed it)."""
+    with contextlib.suppress(RuntimeError_):
+        left = ([f"pod {pod.name}" for pod in runtime.list_pods({})]
+                + [f"container {state.name}" for state in runtime.list_containers({})]
+                + [f"volume {name}" for name in runtime.list_volumes({})])
+        if left:
+            warnings.warn(f"integration tests left behind: {', '.join(left)}", stacklevel=1)
+
+
+def _kill_leftover_processes(folder: str) -> None:
+    """SIGKILL, by PID, processes whose command line names our folder (conmon of our containers)."""
+    marker = folder.encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if marker in (entry / "cmdline").read_bytes():
+                os.kill(int(entry.name), signal.SIGKILL)
+
+
+def _unmount_under(folder: str) -> None:
+    """Unmount, deepest first, everything mounted under folder (overlay, shm, netns)."""
+    prefix = os.path.realpath(folder) + "/"
+    points = []
+    with open("/proc/self/mountinfo") as mountinfo:
+        for line in mountinfo:
+            point = line.split()[4].replace("\\040", " ")
+            if point.startswith(prefix):
+                points.append(point)
+    for point in sorted(points, key=len, reverse=True):
+        if subprocess.run(["umount", point], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", point], capture_output=True)

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what kctl's run and tests need from Debian, if missing: Podman (with runc,
+# since crun fails on hosts with hybrid cgroups), sshd for multi-host tests, and a static
+# busybox to build the demo image from. Also installs a containers.conf that works on
+# such hosts when the machine has none. Run as root (CI and `make` do).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+need=()
+command -v podman >/dev/null || need+=(podman)
+command -v runc >/dev/null || need+=(runc)
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
+[ -x /bin/busybox ] && /bin/busybox --list >/dev/null 2>&1 && ldd /bin/busybox 2>&1 | grep -q "not a dynamic" || need+=(busybox-static)
+command -v git >/dev/null || need+=(git)
+if [ ${#need[@]} -gt 0 ]; then
+    if [ "$(id -u)" != 0 ]; then
+        echo "missing system packages: ${need[*]} (run as root, or install them)" >&2
+        exit 1
+    fi
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if [ ! -f /etc/containers/containers.conf ] && [ "$(id -u)" = 0 ]; then
+    install -D -m 0644 tools/containers.conf /etc/containers/containers.conf
+fi
