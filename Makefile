@@ -9,7 +9,8 @@ export KCTL_STORE ?= $(CURDIR)/.state/kctl.db
 .PHONY: run test unit bench schemas clean help system stop
 
 help:
-	@echo "make run    - install what is missing, apply examples/ to the embedded store, show it"
+	@echo "make run    - install what is missing, start kctl daemon, apply examples/, show the web pod"
+	@echo "make stop   - delete the demo's objects and stop the daemon make run started"
 	@echo "make test   - install what is missing, run the whole test suite"
 	@echo "make bench  - run the benchmarks (figures go to docs/benchmarks.md)"
 
@@ -20,13 +21,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m compileall -q kctl $(VENV)/lib >/dev/null || true
 	touch $(STAMP)
 
-run: $(STAMP)
-	$(BIN)/kctl apply -f examples/web/
-	sed "s|@HOOKS_DIR@|$(CURDIR)/examples/hooks|" examples/hooks/hooks.yaml | $(BIN)/kctl apply -f -
-	$(BIN)/kctl get namespaces
-	$(BIN)/kctl get all -n demo -o wide
-	$(BIN)/kctl get configmaps,services -n demo
-	$(BIN)/kctl get mutatingadmissionhooks,validatingadmissionhooks
+run: system $(STAMP)
+	tools/demo.sh up
+
+stop: $(STAMP)
+	tools/demo.sh down
 
 system:
 	tools/install-system-deps.sh
@@ -44,5 +43,5 @@ schemas: $(STAMP)
 	$(BIN)/pip install --quiet kubernetes-validate
 	$(BIN)/python tools/gen_schemas.py
 
-clean:
+clean: stop
 	rm -rf $(VENV) .state

@@ -6,7 +6,7 @@
 #        tools/build-demo-image.sh --root DIR/storage --runroot DIR/run
 # Called by `make`, the integration-test fixtures (tests/integration/conftest.py) and by
 # hand. IMAGE=name:tag overrides the tag; BUSYBOX=path the busybox binary. The Podman
-# it talks to needs a containers.conf that works on the host (tools/containers.conf).
+# it talks to needs a containers.conf that works on the host (kctl/runtime/containers.conf).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 image="${IMAGE:-localhost/busybox:demo}"

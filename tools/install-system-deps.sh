@@ -20,5 +20,5 @@ if [ ${#need[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 if [ ! -f /etc/containers/containers.conf ] && [ "$(id -u)" = 0 ]; then
-    install -D -m 0644 tools/containers.conf /etc/containers/containers.conf
+    install -D -m 0644 kctl/runtime/containers.conf /etc/containers/containers.conf
 fi

@@ -25,6 +25,9 @@ from kctl.api.resources import KCTL_GROUP, ResourceType
 
 #: defaultMode of configMap / secret / downwardAPI / projected volumes (0644).
 DEFAULT_FILE_MODE = 0o644
+#: defaultMode of secret volumes: 0600, not Kubernetes' 0644, so that secret files are
+#: not world-readable (Podman gives the files to the container's user; docs/agent.md).
+SECRET_FILE_MODE = 0o600
 TERMINATION_GRACE_PERIOD_SECONDS = 30
 HOOK_TIMEOUT_SECONDS = 10
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -172,7 +175,7 @@ def _default_volume(volume: dict) -> None:
     for key in ("configMap", "secret", "downwardAPI", "projected"):
         source = _dict(volume, key)
         if source is not None:
-            _default(source, "defaultMode", DEFAULT_FILE_MODE)
+            _default(source, "defaultMode", SECRET_FILE_MODE if key == "secret" else DEFAULT_FILE_MODE)
     host_path = _dict(volume, "hostPath")
     if host_path is not None:
         _default(host_path, "type", "")

@@ -21,8 +21,8 @@ the host may be remote, so files travel through `Runtime.write_files`.
   dropped from the source stay behind as files until the pod is recreated.
   File modes: `items[].mode`, else `defaultMode`, else 0644 -- but 0600 for a secret
   (kctl's deviation, so secret files are not world-readable; Podman gives the files to the
-  container's user). Note that the API layer's defaulting sets `defaultMode: 0644` on
-  every stored secret volume, as Kubernetes does, which takes precedence.
+  container's user). The API layer's defaulting stores that 0600 as the secret volume's
+  `defaultMode` (kctl.admission.defaults.SECRET_FILE_MODE), so `kctl get -o yaml` shows it.
 - subPath on configMap/secret/downwardAPI/projected: not mounted (the volume would have no
   such path yet); the selected file or folder is written into the container's own file
   system at mountPath before it starts, and, as in Kubernetes, never updated.

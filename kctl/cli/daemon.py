@@ -70,10 +70,12 @@ class LocalServices:
         with self._lock:
             if socket_path in self._services or podman_answers(socket_path):
                 return
-            from kctl.runtime.service import LocalPodmanService
+            from kctl.runtime.service import LocalPodmanService, default_conf
 
-            log.info("starting podman system service on %s", socket_path)
-            service = LocalPodmanService.ensure(socket_path)
+            conf = default_conf()
+            log.info("starting podman system service on %s%s", socket_path,
+                     f" (CONTAINERS_CONF={conf})" if conf else "")
+            service = LocalPodmanService.ensure(socket_path, conf=conf)
             if service.owned:
                 self._services[socket_path] = service
 
@@ -162,6 +164,10 @@ def daemon(
     resync: Annotated[float, typer.Option("--resync", min=0.5, help="Seconds between full re-syncs of a pod.")] = 10.0,
     heartbeat: Annotated[float, typer.Option(
         "--heartbeat", min=0.5, help="Seconds between node heartbeats (Lease renewals).")] = 5.0,
+    backoff_initial: Annotated[float, typer.Option(
+        "--backoff-initial", min=0.1, help="Seconds of the first crash-loop back-off (doubles each restart).")] = 10.0,
+    backoff_max: Annotated[float, typer.Option(
+        "--backoff-max", min=0.1, help="Longest crash-loop back-off, in seconds.")] = 300.0,
     log_level: Annotated[LogLevel, typer.Option("--log-level", help="debug, info, warning or error.")] = LogLevel.info,
 ) -> None:
     """Run the node agents in the foreground: make Pods true on Podman until SIGINT/SIGTERM.
@@ -170,6 +176,7 @@ def daemon(
     Stopping leaves containers running.
     """
     from kctl.agent.agent import NodeAgentSupervisor
+    from kctl.agent.backoff import Backoff
     from kctl.agent.node import register_node
 
     configure_logging(log_level.value)
@@ -191,7 +198,8 @@ def daemon(
                 raise typer.Exit(1) from None
             register_node(api, node or socket.gethostname(), podman_url=url)
         supervisor = NodeAgentSupervisor(api, runtime_for_node=make_runtime_factory(services), workers=workers,
-                                         resync=resync, heartbeat_interval=heartbeat)
+                                         resync=resync, heartbeat_interval=heartbeat,
+                                         backoff=Backoff(initial=backoff_initial, maximum=max(backoff_max, backoff_initial)))
         supervisor.start()
         log.info("daemon running (store %s); SIGINT or SIGTERM stops it", api.store.path)
         stop.wait()

@@ -91,7 +91,7 @@ def get(
             print_objects(objs, rt, fmt, sys.stdout, err=sys.stderr, all_namespaces=all_namespaces,
                           show_kind=several, no_headers=no_headers, show_labels=show_labels,
                           label_columns=label_columns, namespace=connect.namespace_arg(namespace),
-                          force_list=not names and fmt.kind in ("yaml", "json"))
+                          force_list=not names and fmt.kind in ("yaml", "json", "jsonpath"))
     if watch:
         if several:
             raise typer.BadParameter("you may only specify a single resource type with --watch")

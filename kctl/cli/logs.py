@@ -10,14 +10,14 @@ from __future__ import annotations
 import re
 import sys
 import time
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from kctl.cli import connect
 from kctl.cli.main import app
-from kctl.runtime.interface import (LABEL_CONTAINER, LABEL_POD_UID, LABEL_RESTART, ContainerState,
-                                    RuntimeError_)
+if TYPE_CHECKING:  # the runtime is imported by the commands only, to keep start-up quick
+    from kctl.runtime.interface import ContainerState
 
 NamespaceOpt = Annotated[Optional[str], typer.Option("--namespace", "-n", help="Namespace (default: default).")]
 ContainerOpt = Annotated[Optional[str], typer.Option("--container", "-c", help="Container name.")]
@@ -88,6 +88,8 @@ def choose_container(pod: dict, container: str | None) -> str:
 
 
 def _restart(state: ContainerState) -> int:
+    from kctl.runtime.interface import LABEL_RESTART
+
     try:
         return int(state.labels.get(LABEL_RESTART, "0"))
     except ValueError:
@@ -96,6 +98,8 @@ def _restart(state: ContainerState) -> int:
 
 def instances(runtime, pod: dict, container: str) -> list[ContainerState]:
     """The Podman containers made for one container of the pod, oldest first."""
+    from kctl.runtime.interface import LABEL_CONTAINER, LABEL_POD_UID
+
     found = runtime.list_containers({LABEL_POD_UID: pod["metadata"]["uid"], LABEL_CONTAINER: container})
     return sorted(found, key=lambda s: (_restart(s), s.started_at or "", s.finished_at or ""))
 
@@ -141,6 +145,8 @@ def logs(
             since_ts = time.time() - parse_duration(since)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="'--since'") from None
+    from kctl.runtime.interface import RuntimeError_
+
     runtime = None
     try:
         target, runtime = _pod_and_runtime(pod, namespace)
@@ -176,6 +182,8 @@ def exec_(
 
     Usage: kctl exec POD [-c CONTAINER] [-i] -- COMMAND [ARGS...]
     """
+    from kctl.runtime.interface import RuntimeError_
+
     runtime = None
     try:
         target, runtime = _pod_and_runtime(pod, namespace)

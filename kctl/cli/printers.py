@@ -43,6 +43,8 @@ class OutputFormat:
 
 def parse_output(spec: str | None) -> OutputFormat:
     """kubectl's `-o` value -> OutputFormat; BadRequest with kubectl's wording if unknown."""
+    if spec is not None and spec.startswith("="):  # `-o=json`: click leaves the "="
+        spec = spec[1:]
     if spec is None or spec == "":
         return OutputFormat("table")
     if spec in ("wide", "yaml", "json", "name"):

@@ -233,7 +233,30 @@ def _construct_tagged(tag: str, text: str) -> Any:
 
 # --- loading -------------------------------------------------------------------------------
 
-_NON_PRINTABLE = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+class _LazyPattern:
+    """A regex compiled on first use: these Unicode classes take milliseconds to compile,
+    and most commands (`kctl get`, `kctl apply` of plain text) never need them."""
+
+    __slots__ = ("_source", "_compiled")
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+        self._compiled: re.Pattern[str] | None = None
+
+    def _pattern(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self._source)
+        return self._compiled
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self._pattern().search(text)
+
+    def sub(self, replacement: Any, text: str) -> str:
+        return self._pattern().sub(replacement, text)
+
+
+_ASCII_CONTROL = re.compile("[^\t\n\r\x20-\x7e]")  # _NON_PRINTABLE for ASCII text, quick to compile
+_NON_PRINTABLE = _LazyPattern("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _SPECIAL_BREAKS = ("\r", "\x85", "\u2028", "\u2029", "\ufeff")
 _JSON_SPACE = re.compile(r"[ \t\r\n]*")
 
@@ -299,7 +322,7 @@ def load_documents(text: str, *, source: str) -> list[tuple[int, int, object]]:
         raise ManifestError(source, f"larger than {MAX_INPUT_BYTES >> 20} MiB: refusing it")
     if text.startswith("\ufeff"):
         text = text[1:]
-    bad = _NON_PRINTABLE.search(text)
+    bad = _ASCII_CONTROL.search(text) if text.isascii() else _NON_PRINTABLE.search(text)
     if bad:
         line = text.count("\n", 0, bad.start()) + 1
         char = bad.group()
@@ -1067,10 +1090,10 @@ _NUMBER_11 = re.compile(r"""
     | [-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
     | [-+]?\.(?:inf|Inf|INF) | \.(?:nan|NaN|NAN)""", re.X)
 _PRINTABLE = "\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff"
-_NOT_PLAIN = re.compile(f": | #|[^{_PRINTABLE}]")
-_NOT_SINGLE = re.compile(f"[^{_PRINTABLE}]")
-_NOT_LITERAL = re.compile(f"[^\t\n{_PRINTABLE}]")
-_DOUBLE_ESCAPE = re.compile(f'[\\\\"]|[^{_PRINTABLE}]')
+_NOT_PLAIN = _LazyPattern(f": | #|[^{_PRINTABLE}]")
+_NOT_SINGLE = _LazyPattern(f"[^{_PRINTABLE}]")
+_NOT_LITERAL = _LazyPattern(f"[^\t\n{_PRINTABLE}]")
+_DOUBLE_ESCAPE = _LazyPattern(f'[\\\\"]|[^{_PRINTABLE}]')
 _PLAIN_FIRST_BAD = frozenset(" -?:,[]{}#&*!|>'\"%@`")
 _AMBIGUOUS_FIRST = frozenset("-+.0123456789yYnNtTfFoO~=<")
 _DOUBLE_ESCAPES = {"\\": "\\\\", '"': '\\"', "\0": "\\0", "\x07": "\\a", "\b": "\\b",

@@ -5,8 +5,8 @@ host, and the integration-test fixtures (tests/integration/conftest.py) start a 
 service with its own storage. A service this module started is stopped by its PID only,
 never by name; one it found running is left alone.
 
-containers_conf_text() is the containers.conf a kctl host needs (tools/containers.conf
-holds the same text; `make system` installs it when the host has none).
+kctl/runtime/containers.conf is the containers.conf a kctl host needs: services started
+here use it when the host has none, and `make system` installs it as the host's.
 """
 
 from __future__ import annotations
@@ -26,29 +26,24 @@ from kctl.runtime.interface import RuntimeError_
 STOP_GRACE = 5.0          # seconds between SIGTERM and SIGKILL
 PING_TIMEOUT = 2.0        # seconds one ping may take
 
-_CONTAINERS_CONF = """\
-# containers.conf for kctl hosts: crun fails on hosts with hybrid cgroups (v1/v2), and the
-# default rlimits fail where the host withholds CAP_SYS_RESOURCE. runc with cgroupfs and
-# explicit, lower ulimits work. Installed as /etc/containers/containers.conf by
-# tools/install-system-deps.sh when that file is absent; kctl.runtime.service writes the
-# same text for the Podman services it starts (containers_conf_text()).
-[containers]
-default_ulimits = ["nofile=1024:1024", "nproc=1000:1000"]
-
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-# An exec session started through the API keeps two conmon processes for this many
-# seconds (Podman's default: 300) so that a client can still read its exit code; with
-# probes exec'ing every few seconds they pile up, and a pod is slow to remove while they
-# live. kctl reads the exit code at once.
-exit_command_delay = 5
-"""
+CONTAINERS_CONF_FILE = Path(__file__).with_name("containers.conf")
+SYSTEM_CONTAINERS_CONF = "/etc/containers/containers.conf"
 
 
 def containers_conf_text() -> str:
     """The containers.conf recommended for kctl hosts (runc, cgroupfs, explicit ulimits)."""
-    return _CONTAINERS_CONF
+    return CONTAINERS_CONF_FILE.read_text()
+
+
+def default_conf() -> str | None:
+    """The containers.conf for a service kctl starts: kctl's own, unless the host has one.
+
+    None (inherit) when CONTAINERS_CONF is set or /etc/containers/containers.conf exists:
+    the host's administrator has chosen.
+    """
+    if os.environ.get("CONTAINERS_CONF") or os.path.exists(SYSTEM_CONTAINERS_CONF):
+        return None
+    return str(CONTAINERS_CONF_FILE)
 
 
 def ping(socket_path: str, *, timeout: float = PING_TIMEOUT) -> bool:

@@ -326,3 +326,12 @@ def test_hooks_from_examples(kctl, tmp_path):
     assert kctl("apply", "-f", "-", input=json.dumps(pod)).code == 0
     labels = json.loads(kctl("get", "pod", "p", "-o", "json").out)["metadata"]["labels"]
     assert labels.get("kctl.io/managed") == "true"
+
+
+def test_jsonpath_on_a_list_query_sees_the_list_and_o_equals_works(kctl) -> None:
+    """`get KIND -o jsonpath` renders against the List (as kubectl), even for one object; `-o=FMT` is accepted."""
+    kctl("create", "-f", "-", input="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: only}\n")
+    assert kctl("get", "cm", "-o", "jsonpath={.items[0].metadata.name}").out == "only"
+    assert kctl("get", "cm", "-o", "jsonpath={.metadata.name}").out == ""
+    assert kctl("get", "cm", "only", "-o=jsonpath={.metadata.name}").out == "only"
+    assert kctl("get", "cm", "-o=name").out == "configmap/only\n"

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
+import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -164,3 +167,76 @@ def _unmount_under(folder: str) -> None:
     for point in sorted(points, key=len, reverse=True):
         if subprocess.run(["umount", point], capture_output=True).returncode != 0:
             subprocess.run(["umount", "-l", point], capture_output=True)
+
+
+# -- a private sshd: this machine reached as a remote host -----------------------------------
+
+@dataclass(frozen=True)
+class SSHServer:
+    """A private sshd on 127.0.0.1:port that lets this user in with `identity`."""
+
+    host: str
+    port: int
+    user: str
+    identity: str
+    known_hosts: str
+    folder: str
+
+    def podman_url(self, socket_path: str) -> str:
+        return f"ssh://{self.user}@{self.host}:{self.port}{socket_path}"
+
+
+@pytest.fixture(scope="session")
+def sshd() -> Iterator[SSHServer]:
+    """sshd with its own host key, authorized key and known_hosts file; stopped and deleted after."""
+    if not Path("/usr/sbin/sshd").exists():
+        pytest.fail("sshd is not installed: run `make system` (tools/install-system-deps.sh) as root")
+    folder = tempfile.mkdtemp(prefix="kctl-sshd-")
+    process: subprocess.Popen | None = None
+    try:
+        for name in ("host_key", "id_ed25519"):
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", f"{folder}/{name}"], check=True)
+        shutil.copy(f"{folder}/id_ed25519.pub", f"{folder}/authorized_keys")
+        os.chmod(f"{folder}/authorized_keys", 0o600)
+        port = _free_port()
+        Path(f"{folder}/sshd_config").write_text("\n".join([
+            f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {folder}/host_key",
+            f"PidFile {folder}/sshd.pid", f"AuthorizedKeysFile {folder}/authorized_keys",
+            "PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no",
+            "PermitRootLogin prohibit-password", "AllowTcpForwarding yes", "AllowStreamLocalForwarding yes",
+            "LogLevel ERROR", ""]))
+        host_key = Path(f"{folder}/host_key.pub").read_text().split()
+        Path(f"{folder}/known_hosts").write_text(f"[127.0.0.1]:{port} {host_key[0]} {host_key[1]}\n")
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
+        process = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", f"{folder}/sshd_config"],
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=open(f"{folder}/sshd.log", "wb"))
+        _wait_for_port(port, process, f"{folder}/sshd.log")
+        yield SSHServer(host="127.0.0.1", port=port, user=pwd.getpwuid(os.getuid()).pw_name,
+                        identity=f"{folder}/id_ed25519", known_hosts=f"{folder}/known_hosts", folder=folder)
+    finally:
+        if process is not None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_for_port(port: int, process: subprocess.Popen, log: str, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"sshd exited: {Path(log).read_text(errors='replace').strip()}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return
+        time.sleep(0.05)
+    pytest.fail(f"sshd did not listen on port {port} within {timeout:g} s")

@@ -109,7 +109,7 @@ DEFAULTS = [
                                              "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}])]),
      "spec.containers[0].env[0].valueFrom.fieldRef.apiVersion", "v1"),
     ("pods", pod(volumes=[{"name": "c", "configMap": {"name": "cm"}}]), "spec.volumes[0].configMap.defaultMode", 420),
-    ("pods", pod(volumes=[{"name": "s", "secret": {"secretName": "s"}}]), "spec.volumes[0].secret.defaultMode", 420),
+    ("pods", pod(volumes=[{"name": "s", "secret": {"secretName": "s"}}]), "spec.volumes[0].secret.defaultMode", 0o600),
     ("pods", pod(volumes=[{"name": "e"}]), "spec.volumes[0].emptyDir", {}),
     ("pods", pod(volumes=[{"name": "e", "emptyDir": None}]), "spec.volumes[0].emptyDir", {}),
     ("pods", pod(containers=[container(resources={"limits": {"cpu": "1"}})]),
