@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # The demo uses its own store under .state/ unless KCTL_STORE says otherwise.
 export KCTL_STORE ?= $(CURDIR)/.state/kctl.db
 
-.PHONY: run test unit bench schemas clean help system stop
+.PHONY: run test unit bench bench-agent schemas clean help system stop
 
 help:
 	@echo "make run    - install what is missing, start kctl daemon, apply examples/, show the web pod"
@@ -38,6 +38,9 @@ unit: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
+
+bench-agent: system $(STAMP)
+	$(BIN)/python benchmarks/agent.py
 
 schemas: $(STAMP)
 	$(BIN)/pip install --quiet kubernetes-validate

@@ -158,15 +158,17 @@ def _prune(results, namespace: str | None, selector: str | None, *, dry_run: boo
 
 @app.command()
 def create(
+    generator: Annotated[Optional[list[str]], typer.Argument(
+        help="`namespace NAME`: create a Namespace without a manifest.", show_default=False)] = None,
     filename: FileOpt = [],
     recursive: RecursiveOpt = False,
     namespace: NamespaceOpt = None,
     dry_run: DryRunOpt = None,
     atomic: Annotated[bool, typer.Option(help="Write every document or none.")] = False,
 ) -> None:
-    """Create objects from manifests; an object that exists already is an error."""
+    """Create objects from manifests (or `create namespace NAME`); one that exists already is an error."""
     mode = _dry_run_mode(dry_run)
-    docs = _read(filename, recursive)
+    docs = _generated(generator, filename) if generator else _read(filename, recursive)
     if mode == "client":
         from kctl.api.apiserver import WriteResult
 
@@ -178,6 +180,17 @@ def create(
                   atomic=atomic)
     if code:
         raise typer.Exit(code)
+
+
+def _generated(generator: list[str], filename: list[str]) -> list:
+    """`kctl create namespace NAME` as a one-document manifest."""
+    from kctl.cli.manifests import Document
+
+    if filename or len(generator) != 2 or generator[0] not in ("namespace", "namespaces", "ns"):
+        print("error: use `kctl create -f FILE` or `kctl create namespace NAME`", file=sys.stderr)
+        raise typer.Exit(2)
+    obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": generator[1]}}
+    return [Document(source="<command line>", index=0, line=None, obj=obj)]
 
 
 @app.command()

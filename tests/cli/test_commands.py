@@ -335,3 +335,11 @@ def test_jsonpath_on_a_list_query_sees_the_list_and_o_equals_works(kctl) -> None
     assert kctl("get", "cm", "-o", "jsonpath={.metadata.name}").out == ""
     assert kctl("get", "cm", "only", "-o=jsonpath={.metadata.name}").out == "only"
     assert kctl("get", "cm", "-o=name").out == "configmap/only\n"
+
+
+def test_create_namespace_by_name(kctl) -> None:
+    """`create namespace NAME` makes a Namespace; again: AlreadyExists; other generators: usage error."""
+    assert kctl("create", "namespace", "team-a").out == "namespace/team-a created\n"
+    assert kctl("create", "ns", "team-a").code == 4
+    refused = kctl("create", "configmap", "x")
+    assert refused.code == 2 and "kctl create namespace NAME" in refused.err
