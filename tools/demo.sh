@@ -67,11 +67,10 @@ up() {
 
 down() {
     if running; then
-        # The namespace goes into Terminating (nothing new is made in it), its pods are
-        # stopped by the daemon, then the rest of it is removed.
-        $kctl delete namespace demo --ignore-not-found --no-wait || true
-        $kctl delete pods --all -n demo --wait --timeout 60 >/dev/null || true
-        $kctl delete namespace demo --ignore-not-found --wait --timeout 30 >/dev/null || true
+        # The namespace controller deletes what is in it (the agent stops the pods within
+        # their grace period), then the namespace goes.
+        $kctl delete namespace demo --ignore-not-found --wait --timeout 90 || true
+        $kctl delete mutatingadmissionhooks,validatingadmissionhooks --all --ignore-not-found >/dev/null || true
         kill -TERM "$(cat "$pidfile")"
         for _ in $(seq 100); do running || break; sleep 0.2; done
         echo "kctl daemon stopped"

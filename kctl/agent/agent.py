@@ -26,7 +26,7 @@ import time
 from typing import Callable
 
 from kctl.agent.node import ANNOTATION_PODMAN_URL, ANNOTATION_SSH_IDENTITY, Heartbeat, node_address
-from kctl.agent.workqueue import WorkQueue
+from kctl.controllers.workqueue import WorkQueue
 from kctl.api import events
 from kctl.api.errors import Conflict, Gone, NotFound
 

@@ -65,6 +65,16 @@ class Prepared:
     result: str = ""  # created | configured | unchanged | deleted (apply's words)
 
 
+@dataclass(frozen=True)
+class Binding:
+    """A pods/binding request: put the pod namespace/name on node_name (uid: a precondition)."""
+
+    namespace: str
+    name: str
+    node_name: str
+    uid: str | None = None
+
+
 @dataclass
 class WriteResult:
     """What write_all did with one object: the stored object and apply's word, or the error."""
@@ -304,6 +314,62 @@ class APIServer:
                 for i in prepared:
                     results[i].obj, results[i].action = None, ""
         return conflicts
+
+    # -- pods/binding (the scheduler's write) ---------------------------------------------
+
+    def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> dict:
+        """pods/binding: set an unbound pod's spec.nodeName and PodScheduled=True.
+
+        Conflict if the pod is already bound (to any node), being deleted, or its uid is
+        not `uid`; NotFound if it does not exist. As in Kubernetes, no admission hook runs.
+        """
+        result = self.bind_all([Binding(namespace, name, node_name, uid=uid)])[0]
+        if result.error is not None:
+            raise result.error
+        return result.obj
+
+    def bind_all(self, bindings: list[Binding]) -> list[WriteResult]:
+        """Many bindings in one transaction (the scheduler's bind batches); each fails alone.
+
+        Every check runs before the one write of its pod, so a failed binding has written
+        nothing and needs no savepoint.
+        """
+        results = [WriteResult() for _ in bindings]
+        if not bindings:
+            return results
+        now = now_rfc3339()
+        with self.store.transaction() as txn:
+            for result, binding in zip(results, bindings):
+                try:
+                    result.obj = self._commit_binding(txn, binding, now)
+                    result.action = "bound"
+                except APIError as exc:
+                    result.error = exc
+        return results
+
+    def _commit_binding(self, txn: Transaction, b: Binding, now: str) -> dict:
+        pod = txn.get("Pod", b.namespace, b.name)
+        if pod is None:
+            raise NotFound("pods", b.name, b.namespace)
+        meta, spec = pod["metadata"], pod.setdefault("spec", {})
+
+        def conflict(why: str) -> Conflict:
+            return Conflict(f'Operation cannot be fulfilled on pods/binding "{b.name}": {why}')
+
+        if b.uid and meta.get("uid") != b.uid:
+            raise conflict(f"the UID in the precondition ({b.uid}) does not match the UID in record "
+                           f"({meta.get('uid')}). The object might have been deleted and then recreated")
+        if meta.get("deletionTimestamp"):
+            raise conflict(f"pod {b.name} is being deleted, cannot be assigned to a host")
+        if spec.get("nodeName"):
+            raise conflict(f'pod {b.name} is already assigned to node "{spec["nodeName"]}"')
+        spec["nodeName"] = b.node_name
+        meta["generation"] = meta.get("generation", 1) + 1
+        status = pod.setdefault("status", {})
+        conditions = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
+        conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": now})
+        status["conditions"] = conditions
+        return txn.put("Pod", b.namespace, b.name, pod, event="MODIFIED")
 
     # -- writes: prepare ---------------------------------------------------------------
 
@@ -697,4 +763,4 @@ def _os_user() -> str:
         return "unknown"
 
 
-__all__ = ["APIServer", "WriteResult", "now_rfc3339"]
+__all__ = ["APIServer", "Binding", "WriteResult", "now_rfc3339"]

@@ -168,18 +168,35 @@ def daemon(
         "--backoff-initial", min=0.1, help="Seconds of the first crash-loop back-off (doubles each restart).")] = 10.0,
     backoff_max: Annotated[float, typer.Option(
         "--backoff-max", min=0.1, help="Longest crash-loop back-off, in seconds.")] = 300.0,
+    scheduler_config: Annotated[Optional[str], typer.Option(
+        "--scheduler-config", help="Scheduler config file (KubeSchedulerConfiguration-shaped YAML).")] = None,
+    event_ttl: Annotated[float, typer.Option(
+        "--event-ttl", min=1.0, help="Seconds an Event is kept after it was last seen.")] = 3600.0,
+    controllers: Annotated[bool, typer.Option(
+        "--controllers/--no-controllers",
+        help="Run the controllers and the scheduler (while this daemon holds the leader Lease).")] = True,
     log_level: Annotated[LogLevel, typer.Option("--log-level", help="debug, info, warning or error.")] = LogLevel.info,
 ) -> None:
-    """Run the node agents in the foreground: make Pods true on Podman until SIGINT/SIGTERM.
+    """Run the node agents, controllers and scheduler in the foreground until SIGINT/SIGTERM.
 
-    Registers this host as a Node when the store has none, then runs one agent per Node.
-    Stopping leaves containers running.
+    Registers this host as a Node when the store has none, then runs one agent per Node;
+    controllers and scheduler act while this daemon holds the leader Lease. Stopping
+    leaves containers running.
     """
     from kctl.agent.agent import NodeAgentSupervisor
     from kctl.agent.backoff import Backoff
     from kctl.agent.node import register_node
 
     configure_logging(log_level.value)
+    config = None
+    if scheduler_config:
+        from kctl.scheduler.config import ConfigError, load_config
+
+        try:
+            config = load_config(scheduler_config)
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise typer.Exit(2) from None
     if store:
         connect.STORE_PATH = store
         connect.api.cache_clear()
@@ -188,6 +205,7 @@ def daemon(
     previous = _install_signal_handlers(stop)
     services = LocalServices()
     supervisor = None
+    plane = None
     try:
         nodes, _ = api.list(api.resource("nodes"))
         if not nodes:
@@ -201,9 +219,16 @@ def daemon(
                                          resync=resync, heartbeat_interval=heartbeat,
                                          backoff=Backoff(initial=backoff_initial, maximum=max(backoff_max, backoff_initial)))
         supervisor.start()
+        if controllers:
+            from kctl.controllers.controlplane import ControlPlane
+
+            plane = ControlPlane(api, scheduler_config=config, event_ttl_seconds=event_ttl)
+            plane.start()
         log.info("daemon running (store %s); SIGINT or SIGTERM stops it", api.store.path)
         stop.wait()
     finally:
+        if plane is not None:
+            plane.stop()
         if supervisor is not None:
             supervisor.stop()
         services.stop_all()

@@ -1,7 +1,8 @@
 """client-go's work queue: de-duplicated, serialised per key, with delays and back-off.
 
-The node agent (kctl.agent.agent) puts pod keys here from its watch and takes them in
-its worker threads; controllers can use it the same way. The rules are those of
+The controller manager (kctl.controllers.manager) keeps one per controller: informer
+handlers add object keys, worker threads take them and reconcile. The node agent
+(kctl.agent.agent) uses it the same way for pod keys. The rules are those of
 `k8s.io/client-go/util/workqueue`:
 
 - a key waiting in the queue is held once, however often it is added;

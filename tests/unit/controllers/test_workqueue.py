@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from kctl.agent.workqueue import ExponentialBackoff, WorkQueue
+from kctl.controllers.workqueue import ExponentialBackoff, WorkQueue
 
 
 @pytest.fixture

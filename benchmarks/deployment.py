@@ -1,0 +1,187 @@
+"""Benchmark: a 100-replica Deployment rolled to a new image, against the ideal rollout time.
+
+Run with `.venv/bin/python benchmarks/deployment.py [--runs N] [--ready-delay S]`.
+In one process: a real store in a temporary folder, the controller manager running the
+ReplicaSet and Deployment controllers, kctl.testing's FakeKubelet (pods Ready
+`ready_delay` seconds after they start) and a small batching binder standing in for the
+scheduler. Each run changes the image (maxSurge=25%, maxUnavailable=25%) and times until
+the Deployment is complete (every replica updated and available, old ReplicaSets empty).
+
+The ideal is the number of readiness waves the rollout needs when every controller step
+takes no time (simulated with the controller's own arithmetic, kctl.controllers.rollout)
+times the per-wave readiness time. Results go to docs/benchmarks.md with this command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import queue
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def ideal_waves(replicas: int, surge: str, unavailable: str) -> int:
+    """Readiness waves of a RollingUpdate when controller steps are instant and pods ready together."""
+    from kctl.controllers import rollout as ro
+
+    d = {"metadata": {"generation": 1}, "spec": {"replicas": replicas, "strategy": {
+        "type": "RollingUpdate", "rollingUpdate": {"maxSurge": surge, "maxUnavailable": unavailable}}}}
+    old = {"metadata": {"name": "old", "creationTimestamp": "1"}, "spec": {"replicas": replicas},
+           "status": {"replicas": replicas, "availableReplicas": replicas}}
+    new = {"metadata": {"name": "new", "creationTimestamp": "2"}, "spec": {"replicas": 0},
+           "status": {"replicas": 0, "availableReplicas": 0}}
+    waves = 0
+    while True:
+        while True:  # controller steps until nothing changes
+            before = (old["spec"]["replicas"], new["spec"]["replicas"])
+            new["spec"]["replicas"] = ro.new_rs_new_replicas(d, [old, new], new)
+            new["status"]["replicas"] = new["spec"]["replicas"]
+            for rs, size in ro.plan_old_scale_down(d, [old], new):
+                rs["spec"]["replicas"] = size
+                rs["status"] = {"replicas": size, "availableReplicas": min(size, rs["status"]["availableReplicas"])}
+            if (old["spec"]["replicas"], new["spec"]["replicas"]) == before:
+                break
+        if old["spec"]["replicas"] == 0 and new["status"]["availableReplicas"] == replicas:
+            return waves
+        waves += 1
+        new["status"]["availableReplicas"] = new["spec"]["replicas"]
+
+
+class BatchBinder:
+    """Binds unbound pods round robin, many per transaction (as the scheduler's bind batches)."""
+
+    def __init__(self, api, nodes: list[str]) -> None:
+        self.api, self.nodes, self.next = api, nodes, 0
+        self.pending: queue.Queue = queue.Queue()
+
+    def start(self, stop: threading.Event) -> None:
+        threading.Thread(target=self._watch, args=(stop,), daemon=True).start()
+        threading.Thread(target=self._bind, args=(stop,), daemon=True).start()
+
+    def _watch(self, stop: threading.Event) -> None:
+        _, rev = self.api.list(self.api.resource("pods"))
+        for change in self.api.store.watch(rev, stop=stop):
+            if change.kind == "Pod" and change.type == "ADDED" and not change.obj["spec"].get("nodeName"):
+                self.pending.put(change.obj)
+
+    def _bind(self, stop: threading.Event) -> None:
+        from kctl.api.apiserver import Binding
+
+        while not stop.is_set():
+            try:
+                batch = [self.pending.get(timeout=0.1)]
+            except queue.Empty:
+                continue
+            while True:
+                try:
+                    batch.append(self.pending.get_nowait())
+                except queue.Empty:
+                    break
+            bindings = []
+            for pod in batch:
+                meta = pod["metadata"]
+                bindings.append(Binding(meta["namespace"], meta["name"], self.nodes[self.next % len(self.nodes)],
+                                        uid=meta["uid"]))
+                self.next += 1
+            self.api.bind_all(bindings)
+
+
+def complete(api, generation: int) -> bool:
+    from kctl.controllers import rollout as ro
+
+    d = api.get(api.resource("deployments"), "web", namespace="default")
+    status = d.get("status") or {}
+    return d["metadata"]["generation"] >= generation and ro.deployment_complete(d, status)
+
+
+def wait_complete(api, generation: int, *, timeout: float = 300.0) -> None:
+    """Wait for the Deployment's status to say complete, woken by each store change."""
+    stop = threading.Event()
+    if complete(api, generation):
+        return
+    _, rev = api.list(api.resource("deployments"))
+    deadline = time.monotonic() + timeout
+    for change in api.store.watch(rev, stop=stop, timeout=timeout):
+        if change.kind == "Deployment.apps" and complete(api, generation):
+            return
+        if time.monotonic() > deadline:
+            break
+    raise RuntimeError("the rollout did not complete")
+
+
+def run(*, replicas: int, runs: int, ready_delay: float, nodes: int) -> dict:
+    from kctl.api.apiserver import APIServer
+    from kctl.api.store import Store
+    from kctl.controllers.deployment import DeploymentController
+    from kctl.controllers.manager import ControllerManager
+    from kctl.controllers.replicaset import ReplicaSetController
+    from kctl.testing.fake_kubelet import FakeKubelet
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(Path(tmp) / "kctl.db")
+        api = APIServer(store, user="bench", warn=lambda message: None)
+        stop = threading.Event()
+        names = [f"node-{i}" for i in range(nodes)]
+        kubelet = FakeKubelet(api, nodes=names, ready_delay=ready_delay)
+        kubelet.start(stop)
+        BatchBinder(api, names).start(stop)
+        manager = ControllerManager(api, [ReplicaSetController(), DeploymentController()])
+        manager.start(stop)
+        try:
+            api.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                                 "strategy": {"type": "RollingUpdate",
+                                              "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+                                 "template": {"metadata": {"labels": {"app": "web"}},
+                                              "spec": {"containers": [{"name": "web", "image": "img:0"}]}}}})
+            t = time.perf_counter()
+            wait_complete(api, 1)
+            first = time.perf_counter() - t
+            times = []
+            for i in range(1, runs + 1):
+                d = api.get(api.resource("deployments"), "web", namespace="default")
+                d["spec"]["template"]["spec"]["containers"][0]["image"] = f"img:{i}"
+                t = time.perf_counter()
+                updated = api.update(d)
+                wait_complete(api, updated["metadata"]["generation"])
+                times.append(time.perf_counter() - t)
+        finally:
+            stop.set()
+            manager.stop()
+            stopper = getattr(kubelet, "stop", None)
+            if callable(stopper):
+                stopper()
+            store.close()
+    waves = ideal_waves(replicas, "25%", "25%")
+    ideal = waves * ready_delay
+    median = statistics.median(times)
+    return {"replicas": replicas, "ready_delay": ready_delay, "waves": waves, "ideal": ideal, "first": first,
+            "times": times, "median": median, "ratio": median / ideal if ideal else float("nan")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--replicas", type=int, default=100)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--ready-delay", type=float, action="append",
+                        help="seconds from start to Ready (repeatable; default 0.2 and 1.0)")
+    parser.add_argument("--nodes", type=int, default=10)
+    args = parser.parse_args()
+    print("| replicas | ready delay | waves | ideal | median rollout | ratio | runs |")
+    print("|---:|---:|---:|---:|---:|---:|---|")
+    for delay in args.ready_delay or [0.2, 1.0]:
+        r = run(replicas=args.replicas, runs=args.runs, ready_delay=delay, nodes=args.nodes)
+        runs = ", ".join(f"{t:.2f}" for t in r["times"])
+        print(f"| {r['replicas']} | {delay:.1f} s | {r['waves']} | {r['ideal']:.2f} s | {r['median']:.2f} s | "
+              f"{r['ratio']:.2f}x | {runs} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,370 @@
+"""`kctl rollout status|history|undo|restart|pause|resume`: managing a Deployment's rollout.
+
+As in kubectl, all of it happens client-side against the API: status watches the object
+(kctl.cli.wait.watch_object) and reads the status the Deployment controller writes;
+history and undo read the ReplicaSets the Deployment owns and their
+`deployment.kubernetes.io/revision` annotations; undo copies a revision's pod template
+back into the Deployment; restart, pause and resume change one field. The controller
+(kctl.controllers) then acts on what was written.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from kctl.api.resources import ResourceType
+from kctl.cli import connect
+from kctl.cli.main import app
+
+rollout_app = typer.Typer(
+    name="rollout",
+    help="Manage the rollout of Deployments (and DaemonSets): status, history, undo, restart, pause, resume.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(rollout_app)
+
+REVISION = "deployment.kubernetes.io/revision"
+CHANGE_CAUSE = "kubernetes.io/change-cause"
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+HASH_LABEL = "pod-template-hash"
+#: Deployment annotations undo keeps rather than taking the ReplicaSet's (kubectl's annotationsToSkip)
+UNDO_KEEPS = ("kubectl.kubernetes.io/last-applied-configuration", REVISION,
+              "deployment.kubernetes.io/revision-history", "deployment.kubernetes.io/desired-replicas",
+              "deployment.kubernetes.io/max-replicas", "deprecated.deployment.rollback.to")
+DEPLOYMENT = "Deployment.apps"
+DAEMONSET = "DaemonSet.apps"
+
+ResourcesArg = Annotated[Optional[list[str]], typer.Argument(help="TYPE NAME... or TYPE/NAME... (deployment/web)")]
+FileOpt = Annotated[list[str], typer.Option("--filename", "-f", help="The objects these manifests name.")]
+NamespaceOpt = Annotated[Optional[str], typer.Option("--namespace", "-n", help="Namespace (default: default).")]
+SelectorOpt = Annotated[Optional[str], typer.Option("--selector", "-l", help="Label selector.")]
+
+
+def _targets(resources: Optional[list[str]], filename: list[str], namespace: Optional[str],
+             selector: Optional[str]) -> list[tuple[ResourceType, dict]]:
+    from kctl.cli.modify import _objects
+
+    if not resources and not filename:
+        raise _fail("required resource not specified")
+    return _objects(resources, filename, False, namespace, selector, False)
+
+
+def _fail(message: str, *, code: int = 1) -> typer.Exit:
+    from kctl.cli.wait import fail
+
+    return fail(message, code=code)
+
+
+def _kind_name(rt: ResourceType) -> str:
+    """kubectl's GroupKind in messages: `DaemonSet.apps`, `Pod`."""
+    return rt.group_kind
+
+
+# --- status -----------------------------------------------------------------------------
+
+def deployment_status(d: dict, *, revision: int = 0) -> tuple[str, bool]:
+    """kubectl's DeploymentStatusViewer: (the line to print, done); ValueError when it failed."""
+    meta, spec, status = d.get("metadata") or {}, d.get("spec") or {}, d.get("status") or {}
+    name = meta.get("name", "")
+    if revision > 0:
+        current = _revision_of(d)
+        if current != revision:
+            raise ValueError(f"desired revision ({revision}) is different from the running revision ({current})")
+    if meta.get("generation", 0) > status.get("observedGeneration", 0):
+        return "Waiting for deployment spec update to be observed...", False
+    progressing = next((c for c in status.get("conditions") or () if c.get("type") == "Progressing"), None)
+    if progressing and progressing.get("reason") == "ProgressDeadlineExceeded":
+        raise ValueError(f'deployment "{name}" exceeded its progress deadline')
+    replicas = spec.get("replicas", 1)
+    updated = status.get("updatedReplicas", 0)
+    if updated < replicas:
+        return (f'Waiting for deployment "{name}" rollout to finish: {updated} out of {replicas} '
+                "new replicas have been updated..."), False
+    total = status.get("replicas", 0)
+    if total > updated:
+        return (f'Waiting for deployment "{name}" rollout to finish: {total - updated} old replicas '
+                "are pending termination..."), False
+    available = status.get("availableReplicas", 0)
+    if available < updated:
+        return (f'Waiting for deployment "{name}" rollout to finish: {available} of {updated} '
+                "updated replicas are available..."), False
+    return f'deployment "{name}" successfully rolled out', True
+
+
+def daemonset_status(ds: dict, *, revision: int = 0) -> tuple[str, bool]:
+    """kubectl's DaemonSetStatusViewer: (the line to print, done); ValueError when it cannot say."""
+    meta, spec, status = ds.get("metadata") or {}, ds.get("spec") or {}, ds.get("status") or {}
+    name = meta.get("name", "")
+    if ((spec.get("updateStrategy") or {}).get("type") or "RollingUpdate") != "RollingUpdate":
+        raise ValueError("rollout status is only available for RollingUpdate strategy type")
+    if meta.get("generation", 0) > status.get("observedGeneration", 0):
+        return "Waiting for daemon set spec update to be observed...", False
+    desired = status.get("desiredNumberScheduled", 0)
+    updated = status.get("updatedNumberScheduled", 0)
+    if updated < desired:
+        return (f'Waiting for daemon set "{name}" rollout to finish: {updated} out of {desired} '
+                "new pods have been updated..."), False
+    available = status.get("numberAvailable", 0)
+    if available < desired:
+        return (f'Waiting for daemon set "{name}" rollout to finish: {available} of {desired} '
+                "updated pods are available..."), False
+    return f'daemon set "{name}" successfully rolled out', True
+
+
+STATUS_VIEWERS = {DEPLOYMENT: deployment_status, DAEMONSET: daemonset_status}
+
+
+@rollout_app.command()
+def status(
+    resources: ResourcesArg = None,
+    filename: FileOpt = [],
+    namespace: NamespaceOpt = None,
+    selector: SelectorOpt = None,
+    watch: Annotated[bool, typer.Option("--watch/--no-watch", "-w", help="Watch until the rollout ends (--no-watch: "
+                                        "print the status once).")] = True,
+    revision: Annotated[int, typer.Option(help="Pin to this revision (0: the latest).")] = 0,
+    timeout: Annotated[str, typer.Option(help="How long to watch before giving up (Go duration; 0: forever).")] = "0s",
+) -> None:
+    """Show the status of a rollout, watching it until it finishes, fails or times out."""
+    from kctl.cli.wait import parse_timeout, timeout_exit_code, watch_object
+
+    seconds = parse_timeout(timeout) or None
+    for rt, obj in _targets(resources, filename, namespace, selector):
+        viewer = STATUS_VIEWERS.get(rt.group_kind)
+        if viewer is None:
+            raise _fail(f"no status viewer has been implemented for {_kind_name(rt)}")
+        last: list[str] = []
+
+        def check(current: dict | None) -> bool:
+            if current is None:
+                raise LookupError("object has been deleted")
+            line, done = viewer(current, revision=revision)
+            if not last or last[-1] != line:  # kubectl repeats a line per event; once is enough
+                print(line)
+                sys.stdout.flush()
+                last.append(line)
+            return done or not watch
+
+        meta = obj["metadata"]
+        try:
+            finished = watch_object(rt, meta["name"], meta.get("namespace"), check, timeout=seconds)
+        except (ValueError, LookupError) as exc:
+            raise _fail(str(exc)) from None
+        if not finished:
+            raise _fail("timed out waiting for the condition", code=timeout_exit_code())
+
+
+# --- history and undo -------------------------------------------------------------------
+
+def _revision_of(obj: dict) -> int:
+    try:
+        return int(((obj.get("metadata") or {}).get("annotations") or {}).get(REVISION, "0"))
+    except ValueError:
+        return 0
+
+
+def owned_replica_sets(deployment: dict) -> list[dict]:
+    """The ReplicaSets whose controller is `deployment` (by uid), oldest revision first."""
+    server = connect.api()
+    meta = deployment["metadata"]
+    sets, _ = server.list(server.resource("replicasets"), namespace=meta.get("namespace") or "default")
+    owned = [rs for rs in sets
+             if any(ref.get("controller") and ref.get("uid") == meta.get("uid")
+                    for ref in rs["metadata"].get("ownerReferences") or ())]
+    return sorted(owned, key=_revision_of)
+
+
+def _require_deployment(rt: ResourceType, what: str) -> None:
+    if rt.group_kind != DEPLOYMENT:
+        raise _fail(f"no {what} has been implemented for {_kind_name(rt)}")
+
+
+@rollout_app.command()
+def history(
+    resources: ResourcesArg = None,
+    filename: FileOpt = [],
+    namespace: NamespaceOpt = None,
+    selector: SelectorOpt = None,
+    revision: Annotated[int, typer.Option(help="Show the pod template of this revision.")] = 0,
+) -> None:
+    """List a Deployment's revisions with their change causes (or one revision's pod template)."""
+    from kctl.cli.describe import _pod_template, _Writer
+
+    for rt, obj in _targets(resources, filename, namespace, selector):
+        _require_deployment(rt, "history viewer")
+        sets = [rs for rs in owned_replica_sets(obj) if _revision_of(rs) > 0]
+        ref = connect.ref(rt, obj["metadata"]["name"])
+        if revision > 0:
+            chosen = next((rs for rs in sets if _revision_of(rs) == revision), None)
+            if chosen is None:
+                raise _fail(f"unable to find the specified revision {revision}")
+            w = _Writer()
+            _pod_template(w, (chosen.get("spec") or {}).get("template") or {})
+            print(f"{ref} with revision #{revision}")
+            print(w.text())
+            continue
+        if not sets:
+            print(f"{ref} \nNo rollout history found.")
+            continue
+        by_revision = {_revision_of(rs): rs for rs in sets}
+        width = max(len("REVISION"), *(len(str(r)) for r in by_revision)) + 2
+        rows = ["REVISION".ljust(width) + "CHANGE-CAUSE"]
+        for rev in sorted(by_revision):
+            cause = (by_revision[rev]["metadata"].get("annotations") or {}).get(CHANGE_CAUSE) or "<none>"
+            rows.append(f"{str(rev).ljust(width)}{cause}")
+        print(f"{ref} ")
+        print("\n".join(rows) + "\n")
+
+
+def _without_hash(template: dict) -> dict:
+    import copy
+
+    template = copy.deepcopy(template)
+    labels = (template.get("metadata") or {}).get("labels")
+    if labels is not None:
+        labels.pop(HASH_LABEL, None)
+        if not labels:
+            template["metadata"].pop("labels")
+    return template
+
+
+def undo_target(deployment: dict, sets: list[dict], to_revision: int) -> dict:
+    """kubectl's deploymentRevision: the ReplicaSet of `to_revision`, or (0) the one before the latest."""
+    if to_revision < 0:
+        raise ValueError(f"unable to find specified revision {to_revision} in history")
+    revisions = sorted(((_revision_of(rs), rs) for rs in sets if _revision_of(rs) > 0), key=lambda p: p[0])
+    if to_revision > 0:
+        for rev, rs in revisions:
+            if rev == to_revision:
+                return rs
+        raise ValueError(f"unable to find specified revision {to_revision} in history")
+    if len(revisions) < 2:
+        raise ValueError(f'no rollout history found for deployment "{deployment["metadata"]["name"]}"')
+    return revisions[-2][1]
+
+
+def rolled_back(deployment: dict, rs: dict) -> dict:
+    """The Deployment with `rs`'s pod template (minus pod-template-hash) and annotations."""
+    import copy
+
+    new = copy.deepcopy(deployment)
+    new["spec"]["template"] = _without_hash((rs.get("spec") or {}).get("template") or {})
+    current = deployment["metadata"].get("annotations") or {}
+    annotations = {k: current[k] for k in UNDO_KEEPS if k in current}
+    annotations.update({k: v for k, v in (rs["metadata"].get("annotations") or {}).items() if k not in UNDO_KEEPS})
+    if annotations:
+        new["metadata"]["annotations"] = annotations
+    else:
+        new["metadata"].pop("annotations", None)
+    return new
+
+
+@rollout_app.command()
+def undo(
+    resources: ResourcesArg = None,
+    filename: FileOpt = [],
+    namespace: NamespaceOpt = None,
+    selector: SelectorOpt = None,
+    to_revision: Annotated[int, typer.Option(help="The revision to go back to (0: the previous one).")] = 0,
+    dry_run: Annotated[Optional[str], typer.Option("--dry-run", help="'server' or 'client': change nothing.")] = None,
+) -> None:
+    """Roll a Deployment back to an earlier revision's pod template."""
+    from kctl.api.errors import Conflict
+
+    server = connect.api()
+    for rt, obj in _targets(resources, filename, namespace, selector):
+        _require_deployment(rt, "rollbacker")
+        ref = connect.ref(rt, obj["metadata"]["name"])
+        for attempt in range(5):
+            if (obj.get("spec") or {}).get("paused"):
+                raise _fail("you cannot rollback a paused deployment; resume it first with "
+                            "'kctl rollout resume' and try again")
+            try:
+                rs = undo_target(obj, owned_replica_sets(obj), to_revision)
+            except ValueError as exc:
+                raise _fail(str(exc)) from None
+            if _without_hash(rs["spec"]["template"]) == _without_hash(obj["spec"]["template"]):
+                print(f"{ref} skipped rollback (current template already matches revision {_revision_of(rs)})")
+                break
+            try:
+                if dry_run != "client":
+                    server.update(rolled_back(obj, rs), dry_run=dry_run not in (None, "none"))
+            except Conflict:
+                if attempt == 4:
+                    raise
+                obj = server.get(rt, obj["metadata"]["name"], namespace=obj["metadata"].get("namespace"))
+                continue
+            print(f"{ref} rolled back{' (dry run)' if dry_run == 'client' else ' (server dry run)' if dry_run else ''}")
+            break
+
+
+# --- restart, pause, resume ---------------------------------------------------------------
+
+def _restarted_at() -> str:
+    """Go's time.RFC3339 in the local zone, as kubectl writes restartedAt."""
+    from datetime import datetime
+
+    text = datetime.now().astimezone().isoformat(timespec="seconds")
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+@rollout_app.command()
+def restart(
+    resources: ResourcesArg = None,
+    filename: FileOpt = [],
+    namespace: NamespaceOpt = None,
+    selector: SelectorOpt = None,
+) -> None:
+    """Restart every pod of a Deployment or DaemonSet through a rollout (restartedAt annotation)."""
+    server = connect.api()
+    for rt, obj in _targets(resources, filename, namespace, selector):
+        if rt.group_kind not in (DEPLOYMENT, DAEMONSET):
+            raise _fail(f"{connect.ref(rt, obj['metadata']['name'])}: restarting is not supported")
+        if rt.group_kind == DEPLOYMENT and (obj.get("spec") or {}).get("paused"):
+            raise _fail("can't restart paused deployment (run rollout resume first)")
+        patch = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: _restarted_at()}}}}}
+        server.patch(rt, obj["metadata"]["name"], patch, patch_type="merge", namespace=obj["metadata"].get("namespace"))
+        print(f"{connect.ref(rt, obj['metadata']['name'])} restarted")
+
+
+def _set_paused(resources: Optional[list[str]], filename: list[str], namespace: Optional[str],
+                selector: Optional[str], paused: bool) -> None:
+    server = connect.api()
+    verb = "paused" if paused else "resumed"
+    for rt, obj in _targets(resources, filename, namespace, selector):
+        ref = connect.ref(rt, obj["metadata"]["name"])
+        if rt.group_kind != DEPLOYMENT:
+            raise _fail(f"{ref}: {'pausing' if paused else 'resuming'} is not supported")
+        if bool((obj.get("spec") or {}).get("paused")) == paused:
+            print(f"{ref} already {verb}")
+            continue
+        server.patch(rt, obj["metadata"]["name"], {"spec": {"paused": True if paused else None}},
+                     patch_type="merge", namespace=obj["metadata"].get("namespace"))
+        print(f"{ref} {verb}")
+
+
+@rollout_app.command()
+def pause(
+    resources: ResourcesArg = None,
+    filename: FileOpt = [],
+    namespace: NamespaceOpt = None,
+    selector: SelectorOpt = None,
+) -> None:
+    """Pause a Deployment: template changes wait until it is resumed."""
+    _set_paused(resources, filename, namespace, selector, True)
+
+
+@rollout_app.command()
+def resume(
+    resources: ResourcesArg = None,
+    filename: FileOpt = [],
+    namespace: NamespaceOpt = None,
+    selector: SelectorOpt = None,
+) -> None:
+    """Resume a paused Deployment."""
+    _set_paused(resources, filename, namespace, selector, False)

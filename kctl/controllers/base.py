@@ -1,0 +1,115 @@
+"""What every controller shares: the Controller protocol, its context, and object keys.
+
+A controller (kctl/controllers/replicaset.py, ...) is handed a `ControllerContext` and its
+own work queue by the ControllerManager (kctl/controllers/manager.py). In `register` it
+asks `ctx.informers` for the informers it needs and adds handlers that put keys on the
+queue; the manager's workers then call `reconcile(key)`. A key is "namespace/name" for a
+namespaced object and "name" for a cluster-scoped one (`key_of`, `split_key`).
+`owner_key` finds the key of an object's controller owner of one kind. `Recorder`
+writes Events for a controller (kctl.api.events.record, never raises).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, NewType, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from kctl.api.apiserver import APIServer
+    from kctl.controllers.informer import InformerFactory
+    from kctl.controllers.workqueue import WorkQueue
+
+#: "namespace/name", or "name" for a cluster-scoped object
+ObjectKey = NewType("ObjectKey", str)
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    """Settings shared by the controllers (each controller may also take its own)."""
+
+    #: most creations or deletions one reconcile issues (client-go's burstReplicas)
+    burst_replicas: int = 500
+    #: seconds between informer resyncs (on_update(obj, obj) for every object); 0 = never
+    resync_seconds: float = 0.0
+
+
+class Recorder:
+    """Records Events about objects as one component (`replicaset-controller`, ...)."""
+
+    def __init__(self, api: "APIServer", *, component: str, host: str = "") -> None:
+        self.api = api
+        self.component = component
+        self.host = host
+
+    def event(self, obj: dict, type_: str, reason: str, message: str) -> None:
+        """Record (or bump) an Event of `type_` "Normal"/"Warning" about obj. Never raises."""
+        from kctl.api import events
+
+        events.record(self.api, obj, type=type_, reason=reason, message=message, component=self.component,
+                      host=self.host)
+
+    def __call__(self, obj: dict, type_: str, reason: str, message: str) -> None:
+        self.event(obj, type_, reason, message)
+
+
+@dataclass(frozen=True)
+class ControllerContext:
+    """What a controller is given at `register`: the API, shared informers, events, a clock."""
+
+    api: "APIServer"
+    informers: "InformerFactory"
+    recorder: Recorder
+    clock: Callable[[], float] = time.time
+    settings: ControllerSettings = field(default_factory=ControllerSettings)
+
+
+@runtime_checkable
+class Controller(Protocol):
+    """A level-triggered reconciler run by the ControllerManager.
+
+    `register` adds informer handlers that put keys on `queue` (and may keep ctx and
+    queue); `reconcile` re-reads the object by key from the informer cache, acts on the
+    difference between desired and observed, and returns seconds after which to look
+    again, or None. Raising makes the manager retry the key with back-off.
+    """
+
+    name: str
+
+    def register(self, ctx: ControllerContext, queue: "WorkQueue[str]") -> None: ...
+
+    def reconcile(self, key: str) -> float | None: ...
+
+
+def key_of(obj: dict) -> str:
+    """The queue key of an object: "namespace/name", or "name" when it has no namespace."""
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace") or ""
+    return f"{namespace}/{meta['name']}" if namespace else meta["name"]
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """(namespace, name) of a key; namespace is "" for a cluster-scoped key."""
+    namespace, sep, name = key.partition("/")
+    return (namespace, name) if sep else ("", namespace)
+
+
+def controller_ref(obj: dict) -> dict | None:
+    """The ownerReference with controller=true, if any."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return ref
+    return None
+
+
+def owner_key(obj: dict, kind: str) -> str | None:
+    """The key of obj's controller owner when that owner is a `kind` (owners share obj's namespace)."""
+    ref = controller_ref(obj)
+    if ref is None or ref.get("kind") != kind or not ref.get("name"):
+        return None
+    namespace = (obj.get("metadata") or {}).get("namespace") or ""
+    return f"{namespace}/{ref['name']}" if namespace else ref["name"]
+
+
+__all__ = ["Controller", "ControllerContext", "ControllerSettings", "ObjectKey", "Recorder", "controller_ref",
+           "key_of", "owner_key", "split_key"]

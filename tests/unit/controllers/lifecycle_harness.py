@@ -1,0 +1,108 @@
+"""Helpers for the lifecycle controllers' tests (GC, namespace, event TTL, DaemonSet).
+
+They run the real ControllerManager over the real store and wait for the store to reach
+a state; the wait's time limit only turns a hang into a failure, it asserts no timing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import Callable, Iterator, TypeVar
+
+T = TypeVar("T")
+
+#: how long a wait may take before the test fails as hung
+WAIT_SECONDS = 30.0
+
+
+def wait_for(predicate: Callable[[], T], *, what: str, timeout: float = WAIT_SECONDS) -> T:
+    """Poll predicate until it returns something true; AssertionError naming `what` if it never does."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        time.sleep(0.02)
+
+
+@contextlib.contextmanager
+def running(api, controllers: list, **kwargs) -> Iterator[object]:
+    """The controller manager running `controllers` until the block ends."""
+    from kctl.controllers.manager import ControllerManager
+
+    stop = threading.Event()
+    kwargs.setdefault("leader_election", False)
+    manager = ControllerManager(api, controllers, **kwargs)
+    manager.start(stop)
+    try:
+        yield manager
+    finally:
+        stop.set()
+        manager.stop()
+
+
+def exists(api, resource: str, name: str, *, namespace: str | None = "default") -> bool:
+    from kctl.api.errors import NotFound
+
+    try:
+        api.get(api.resource(resource), name, namespace=namespace)
+        return True
+    except NotFound:
+        return False
+
+
+def owner_ref(owner: dict, *, controller: bool = True, block: bool = True) -> dict:
+    meta = owner["metadata"]
+    return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"], "uid": meta["uid"],
+            "controller": controller, "blockOwnerDeletion": block}
+
+
+POD_TEMPLATE = {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "nginx"}]}}
+
+
+def deployment_chain(api, *, pods: int = 3, nodes: list[str] | None = None,
+                     namespace: str = "default") -> tuple[dict, dict, list[dict]]:
+    """A Deployment -> ReplicaSet -> Pods chain built by hand with ownerReferences (no controllers)."""
+    deploy = api.create({"apiVersion": "apps/v1", "kind": "Deployment",
+                         "metadata": {"name": "web", "namespace": namespace},
+                         "spec": {"replicas": pods, "selector": {"matchLabels": {"app": "web"}},
+                                  "template": POD_TEMPLATE}})
+    rs = api.create({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                     "metadata": {"name": "web-1", "namespace": namespace, "ownerReferences": [owner_ref(deploy)]},
+                     "spec": {"replicas": pods, "selector": {"matchLabels": {"app": "web"}},
+                              "template": POD_TEMPLATE}})
+    made = []
+    for i in range(pods):
+        spec = {"containers": [{"name": "web", "image": "nginx"}]}
+        if nodes:
+            spec["nodeName"] = nodes[i % len(nodes)]
+        made.append(api.create({"apiVersion": "v1", "kind": "Pod",
+                                "metadata": {"name": f"web-1-{i}", "namespace": namespace,
+                                             "labels": {"app": "web"}, "ownerReferences": [owner_ref(rs)]},
+                                "spec": spec}))
+    return deploy, rs, made
+
+
+@contextlib.contextmanager
+def fake_kubelet(api, nodes: list[str], **kwargs) -> Iterator[object]:
+    """kctl.testing.fake_kubelet's fake Nodes, running until the block ends (nothing when no nodes)."""
+    if not nodes:
+        yield None
+        return
+    from kctl.testing.fake_kubelet import FakeKubelet
+
+    stop = threading.Event()
+    kubelet = FakeKubelet(api, nodes=nodes, **kwargs)
+    kubelet.start(stop)
+    try:
+        yield kubelet
+    finally:
+        stop.set()
+        stopper = getattr(kubelet, "stop", None)
+        if callable(stopper):
+            stopper()
