@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import sys
+import threading
 from dataclasses import dataclass
 
 import pytest
@@ -37,3 +38,31 @@ def kctl(store_path, capsys, monkeypatch):
 
     yield run
     connect.api.cache_clear()
+
+
+@pytest.fixture
+def server(store_path):
+    """A second client of the CLI's store: the 'controller' side of a test."""
+    from kctl.api.apiserver import APIServer
+    from kctl.api.store import Store
+
+    store_path.parent.mkdir(parents=True, exist_ok=True)
+    s = Store(store_path)
+    yield APIServer(s, user="controller")
+    s.close()
+
+
+@pytest.fixture
+def watching(monkeypatch):
+    """An Event set when the command under test starts its API watch."""
+    from kctl.api.apiserver import APIServer
+
+    started = threading.Event()
+    original = APIServer.watch
+
+    def watch(self, *args, **kwargs):
+        started.set()
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(APIServer, "watch", watch)
+    return started

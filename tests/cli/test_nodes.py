@@ -11,18 +11,8 @@ import threading
 
 import pytest
 
-from kctl.api.apiserver import APIServer
 from kctl.api.errors import NotFound
-from kctl.api.store import Store
 from kctl.cli.nodes import DrainOptions, pods_for_deletion
-
-
-@pytest.fixture
-def server(store_path):
-    store_path.parent.mkdir(parents=True, exist_ok=True)
-    s = Store(store_path)
-    yield APIServer(s, user="agent")
-    s.close()
 
 
 def pod(name: str, *, owner: str | None = None, node: str = "n1", volumes: list | None = None,

@@ -14,7 +14,6 @@ import threading
 import pytest
 
 from kctl.api.apiserver import APIServer
-from kctl.api.store import Store
 from kctl.cli.rollout import daemonset_status, deployment_status
 
 DEPLOY = """\
@@ -32,29 +31,6 @@ spec:
       - name: httpd
         image: busybox:1.36
 """
-
-
-@pytest.fixture
-def server(store_path):
-    """A second client of the CLI's store: the 'controller' side of each test."""
-    store_path.parent.mkdir(parents=True, exist_ok=True)
-    s = Store(store_path)
-    yield APIServer(s, user="controller")
-    s.close()
-
-
-@pytest.fixture
-def watching(monkeypatch):
-    """An Event set when the command under test starts its API watch."""
-    started = threading.Event()
-    original = APIServer.watch
-
-    def watch(self, *args, **kwargs):
-        started.set()
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(APIServer, "watch", watch)
-    return started
 
 
 @pytest.fixture

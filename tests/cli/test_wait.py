@@ -11,7 +11,6 @@ import threading
 import pytest
 
 from kctl.api.apiserver import APIServer
-from kctl.api.store import Store
 from kctl.cli.wait import Condition, Deleted, JSONPathValue, parse_for
 
 POD = """\
@@ -35,28 +34,6 @@ spec:
       containers:
       - {name: c, image: busybox:1.36}
 """
-
-
-@pytest.fixture
-def server(store_path):
-    store_path.parent.mkdir(parents=True, exist_ok=True)
-    s = Store(store_path)
-    yield APIServer(s, user="controller")
-    s.close()
-
-
-@pytest.fixture
-def watching(monkeypatch):
-    """An Event set when the command under test starts its API watch."""
-    started = threading.Event()
-    original = APIServer.watch
-
-    def watch(self, *args, **kwargs):
-        started.set()
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(APIServer, "watch", watch)
-    return started
 
 
 @pytest.fixture
