@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from kctl.controllers import deployment, job, lifecycle, replicaset
+from kctl.controllers import cronjob, deployment, job, lifecycle, replicaset
 from kctl.controllers.manager import ControllerManager
 
 log = logging.getLogger("kctl.controlplane")
@@ -20,7 +20,7 @@ log = logging.getLogger("kctl.controlplane")
 
 def all_controllers(*, event_ttl_seconds: float) -> list:
     """Every controller kctl has, in the order their queues are made."""
-    return [*replicaset.controllers(), *deployment.controllers(), *job.controllers(),
+    return [*replicaset.controllers(), *deployment.controllers(), *job.controllers(), *cronjob.controllers(),
             *lifecycle.lifecycle_controllers(event_ttl_seconds=event_ttl_seconds)]
 
 
