@@ -11,9 +11,11 @@ writes Events for a controller (kctl.api.events.record, never raises).
 
 from __future__ import annotations
 
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, NewType, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Callable, Iterator, NewType, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from kctl.api.apiserver import APIServer
@@ -51,6 +53,40 @@ class Recorder:
 
     def __call__(self, obj: dict, type_: str, reason: str, message: str) -> None:
         self.event(obj, type_, reason, message)
+
+
+class DeferredEvents:
+    """Events a reconcile records after its writes (off the critical path), per worker thread.
+
+    A controller wraps its pass in `with events.deferred():` and calls `events.add(...)`;
+    outside such a block `add` records at once. Used by the ReplicaSet, Job and CronJob
+    controllers, whose Events would otherwise sit between a create and the status write.
+    """
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self.recorder: Recorder | None = None
+
+    @contextmanager
+    def deferred(self) -> Iterator[None]:
+        self._local.pending = []
+        try:
+            yield
+        finally:
+            pending, self._local.pending = self._local.pending, None
+            for args in pending:
+                self._record(*args)
+
+    def add(self, obj: dict, type_: str, reason: str, message: str) -> None:
+        pending = getattr(self._local, "pending", None)
+        if pending is not None:
+            pending.append((obj, type_, reason, message))
+        else:
+            self._record(obj, type_, reason, message)
+
+    def _record(self, obj: dict, type_: str, reason: str, message: str) -> None:
+        if self.recorder is not None:
+            self.recorder.event(obj, type_, reason, message)  # never raises
 
 
 @dataclass(frozen=True)

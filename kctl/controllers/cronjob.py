@@ -36,13 +36,12 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import logging
-import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from kctl.api.errors import AlreadyExists, APIError, NotFound
-from kctl.controllers.base import controller_ref, key_of, owner_key
+from kctl.api.errors import AlreadyExists, NotFound
+from kctl.controllers.base import DeferredEvents, controller_ref, key_of, owner_key
 from kctl.controllers.job import finished_condition
 from kctl.controllers.replicaset import format_time, parse_time, to_datetime
 
@@ -206,7 +205,8 @@ class CronJobController:
         self.cronjobs.add_handler(self._enqueue, lambda old, new: self._enqueue(new), self._enqueue)
         self.jobs.add_handler(self._on_job, lambda old, new: self._on_job(new), self._on_job)
         self._job_rt = self.api.resource("jobs")
-        self._local = threading.local()
+        self._events = DeferredEvents()
+        self._events.recorder = ctx.recorder
 
     def _enqueue(self, cj: dict) -> None:
         self.queue.add(key_of(cj))
@@ -220,16 +220,11 @@ class CronJobController:
 
     def reconcile(self, key: str) -> float | None:
         """syncCronJob; Events are recorded after the status write."""
-        self._local.pending = []
-        try:
+        with self._events.deferred():
             return self._sync(key)
-        finally:
-            pending, self._local.pending = self._local.pending, []
-            for cj, type_, reason, message in pending:
-                self.ctx.recorder.event(cj, type_, reason, message)
 
     def _event(self, cj: dict, type_: str, reason: str, message: str) -> None:
-        self._local.pending.append((cj, type_, reason, message))
+        self._events.add(cj, type_, reason, message)
 
     def _sync(self, key: str) -> float | None:
         namespace, _, name = key.rpartition("/")

@@ -33,11 +33,11 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import logging
-import threading
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from kctl.api.errors import APIError, Conflict, NotFound
+from kctl.controllers.base import DeferredEvents
 from kctl.controllers.replicaset import (controller_ref, format_time, parse_time, pod_active, pod_from_template,
                                         pod_ready, pods_to_delete, slow_start_batches, to_datetime)
 
@@ -195,7 +195,7 @@ class JobController:
 
     def __init__(self, *, settings: JobSettings = JobSettings()) -> None:
         self.settings = settings
-        self._local = threading.local()
+        self._events = DeferredEvents()  # Events of the pass running on this worker
 
     def register(self, ctx, queue) -> None:
         from kctl.controllers.expectations import Expectations
@@ -260,13 +260,9 @@ class JobController:
 
     def reconcile(self, key: str) -> float | None:
         """syncJob; Events are recorded after the status write."""
-        self._local.pending = []
-        try:
+        self._events.recorder = getattr(self.ctx, "recorder", None)
+        with self._events.deferred():
             return self._sync(key)
-        finally:
-            pending, self._local.pending = self._local.pending, None
-            for args in pending:
-                self._record(*args)
 
     def _sync(self, key: str) -> float | None:
         namespace, _, name = key.rpartition("/")
@@ -393,20 +389,7 @@ class JobController:
             raise _Retry(f"job {job['metadata']['name']}: status write conflicted") from exc
 
     def _event(self, job: dict, type_: str, reason: str, message: str) -> None:
-        pending = getattr(self._local, "pending", None)
-        if pending is not None:
-            pending.append((job, type_, reason, message))
-        else:
-            self._record(job, type_, reason, message)
-
-    def _record(self, job: dict, type_: str, reason: str, message: str) -> None:
-        recorder = getattr(self.ctx, "recorder", None)
-        if recorder is not None:
-            try:
-                recorder.event(job, type_, reason, message)
-            except APIError as exc:  # an event is best effort
-                log.debug("event %s for %s not recorded: %s", reason, job["metadata"]["name"], exc)
-
+        self._events.add(job, type_, reason, message)
 
 class _Retry(Exception):
     """A reconcile that must run again with back-off (a write failed or conflicted)."""

@@ -31,12 +31,12 @@ import datetime as dt
 import functools
 import logging
 import math
-import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 from kctl.api.errors import AlreadyExists, APIError, Conflict, NotFound
 from kctl.api.selectors import LabelSelector, from_label_selector_object
+from kctl.controllers.base import DeferredEvents
 
 log = logging.getLogger("kctl.controllers.replicaset")
 
@@ -329,7 +329,7 @@ class ReplicaSetController:
 
     def __init__(self, *, settings: ReplicaSetSettings = ReplicaSetSettings()) -> None:
         self.settings = settings
-        self._local = threading.local()  # Events of the pass running on this worker
+        self._events = DeferredEvents()  # Events of the pass running on this worker
 
     def register(self, ctx, queue) -> None:
         from kctl.controllers.expectations import Expectations
@@ -431,13 +431,9 @@ class ReplicaSetController:
 
     def reconcile(self, key: str) -> float | None:
         """syncReplicaSet; Events are recorded after the status write, off the rollout's critical path."""
-        self._local.pending = []
-        try:
+        self._events.recorder = getattr(self.ctx, "recorder", None)
+        with self._events.deferred():
             return self._sync(key)
-        finally:
-            pending, self._local.pending = self._local.pending, None
-            for args in pending:
-                self._record(*args)
 
     def _sync(self, key: str) -> float | None:
         namespace, _, name = key.rpartition("/")
@@ -646,20 +642,7 @@ class ReplicaSetController:
             self.api.update_status(live)
 
     def _event(self, rs: dict, type_: str, reason: str, message: str) -> None:
-        pending = getattr(self._local, "pending", None)
-        if pending is not None:
-            pending.append((rs, type_, reason, message))
-        else:
-            self._record(rs, type_, reason, message)
-
-    def _record(self, rs: dict, type_: str, reason: str, message: str) -> None:
-        recorder = getattr(self.ctx, "recorder", None)
-        if recorder is not None:
-            try:
-                recorder.event(rs, type_, reason, message)
-            except APIError as exc:  # an event is best effort
-                log.debug("event %s for %s not recorded: %s", reason, rs["metadata"]["name"], exc)
-
+        self._events.add(rs, type_, reason, message)
 
 class _Retry(Exception):
     """A reconcile that must run again with back-off (a create/delete failed or a claim conflicted)."""
