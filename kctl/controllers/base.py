@@ -11,6 +11,7 @@ writes Events for a controller (kctl.api.events.record, never raises).
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import time
 from contextlib import contextmanager
@@ -117,6 +118,16 @@ class Controller(Protocol):
     def reconcile(self, key: str) -> float | None: ...
 
 
+def clock_now(clock: Callable[[], object] | None) -> dt.datetime:
+    """The controller clock's now (ControllerContext.clock: epoch seconds) as an aware datetime."""
+    value = clock() if callable(clock) else None
+    if value is None:
+        return dt.datetime.now(dt.timezone.utc)
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+    return dt.datetime.fromtimestamp(float(value), dt.timezone.utc)
+
+
 def key_of(obj: dict) -> str:
     """The queue key of an object: "namespace/name", or "name" when it has no namespace."""
     meta = obj.get("metadata") or {}
@@ -147,5 +158,5 @@ def owner_key(obj: dict, kind: str) -> str | None:
     return f"{namespace}/{ref['name']}" if namespace else ref["name"]
 
 
-__all__ = ["Controller", "ControllerContext", "ControllerSettings", "ObjectKey", "Recorder", "controller_ref",
-           "key_of", "owner_key", "split_key"]
+__all__ = ["Controller", "ControllerContext", "ControllerSettings", "DeferredEvents", "ObjectKey", "Recorder",
+           "clock_now", "controller_ref", "key_of", "owner_key", "split_key"]

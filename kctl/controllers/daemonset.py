@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kctl.api.errors import AlreadyExists, APIError, Conflict, NotFound
+from kctl.controllers.base import clock_now, controller_ref, key_of, owner_key
 
 if TYPE_CHECKING:
     from kctl.controllers.base import ControllerContext
@@ -271,23 +272,6 @@ def scaled_value(value: int | str | None, total: int, *, round_up: bool, default
         return default
 
 
-def _controller_ref(obj: dict) -> dict | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if isinstance(ref, dict) and ref.get("controller"):
-            return ref
-    return None
-
-
-def _now(clock) -> dt.datetime:
-    """The controller clock's now (ControllerContext.clock: epoch seconds) as an aware datetime."""
-    value = clock() if callable(clock) else None
-    if value is None:
-        return dt.datetime.now(dt.timezone.utc)
-    if isinstance(value, dt.datetime):
-        return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
-    return dt.datetime.fromtimestamp(float(value), dt.timezone.utc)
-
-
 # -- the controller -------------------------------------------------------------------------
 
 class DaemonSetController:
@@ -314,23 +298,16 @@ class DaemonSetController:
 
     # -- event handlers ------------------------------------------------------------------
 
-    @staticmethod
-    def _key(namespace: str | None, name: str) -> str:
-        return f"{namespace or 'default'}/{name}"
-
     def _enqueue(self, ds: dict) -> None:
-        self.queue.add(self._key(ds["metadata"].get("namespace"), ds["metadata"]["name"]))
+        self.queue.add(key_of(ds))
 
     def _on_ds_delete(self, ds: dict) -> None:
-        key = self._key(ds["metadata"].get("namespace"), ds["metadata"]["name"])
+        key = key_of(ds)
         self.expectations.delete(key)
         self.queue.add(key)
 
     def _owner_key(self, pod: dict) -> str | None:
-        ref = _controller_ref(pod)
-        if ref is None or ref.get("kind") != "DaemonSet":
-            return None
-        return self._key(pod["metadata"].get("namespace"), ref.get("name", ""))
+        return owner_key(pod, "DaemonSet")
 
     def _on_pod_add(self, pod: dict) -> None:
         key = self._owner_key(pod)
@@ -401,7 +378,7 @@ class DaemonSetController:
         pods = self._claim_pods(ds, selector)
         nodes = self.nodes.list()
         hash_ = template_hash(ds)
-        now = _now(getattr(self.ctx, "clock", None))
+        now = clock_now(getattr(self.ctx, "clock", None))
         requeue = None
         if self.expectations.satisfied(key):
             creates, deletes = self._manage(ds, nodes, pods)
@@ -415,7 +392,7 @@ class DaemonSetController:
     def _claimed(self, ds: dict) -> list[dict]:
         uid = ds["metadata"]["uid"]
         return [p for p in self.pods.by_index("owner", uid)
-                if (_controller_ref(p) or {}).get("uid") == uid]
+                if (controller_ref(p) or {}).get("uid") == uid]
 
     def _claim_pods(self, ds: dict, selector) -> list[dict]:
         """Owned pods, after adopting matching orphans and releasing owned pods that stopped matching."""
@@ -428,12 +405,12 @@ class DaemonSetController:
                 self._set_owner(pod, ds, adopt=False)
         for pod in self.pods.list(ds["metadata"].get("namespace"), selector=selector):
             meta = pod["metadata"]
-            if _controller_ref(pod) or meta.get("deletionTimestamp"):
+            if controller_ref(pod) or meta.get("deletionTimestamp"):
                 continue
             adopted = self._set_owner(pod, ds, adopt=True)
             if adopted is not None:
                 owned.append(adopted)
-        return [p for p in owned if (_controller_ref(p) or {}).get("uid") == uid]
+        return [p for p in owned if (controller_ref(p) or {}).get("uid") == uid]
 
     def _set_owner(self, pod: dict, ds: dict, *, adopt: bool) -> dict | None:
         """Adopt (or release) a pod; re-read on Conflict. None if it went or is no longer ours to take."""
@@ -458,7 +435,7 @@ class DaemonSetController:
                     pod = self.api.get(self._pod_rt, pod["metadata"]["name"], namespace=pod["metadata"].get("namespace"))
                 except NotFound:
                     return None
-                owner = _controller_ref(pod)
+                owner = controller_ref(pod)
                 if adopt and (owner is not None or pod["metadata"].get("deletionTimestamp")):
                     return pod if (owner or {}).get("uid") == ds_uid else None
         # Still contended: act on nothing this pass rather than on a wrong picture of the node.

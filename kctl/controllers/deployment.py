@@ -41,6 +41,7 @@ from typing import Callable
 
 from kctl.api.errors import AlreadyExists, APIError, Conflict, NotFound
 from kctl.api.selectors import LabelSelector
+from kctl.controllers.base import key_of
 from kctl.controllers import rollout as ro
 from kctl.controllers.replicaset import (controller_ref, format_time, owner_reference, selector_of,
                                          to_datetime)
@@ -84,12 +85,8 @@ class DeploymentController:
 
     # -- event handlers ----------------------------------------------------------------------
 
-    @staticmethod
-    def _key(namespace: str | None, name: str) -> str:
-        return f"{namespace or 'default'}/{name}"
-
     def _enqueue(self, d: dict) -> None:
-        self.queue.add(self._key(d["metadata"].get("namespace"), d["metadata"]["name"]))
+        self.queue.add(key_of(d))
 
     def _resolve(self, namespace: str | None, ref: dict | None) -> dict | None:
         """The cached Deployment a controller reference names (None if not a live Deployment)."""

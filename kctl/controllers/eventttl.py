@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kctl.api.errors import Conflict, NotFound
+from kctl.controllers.base import clock_now
 
 if TYPE_CHECKING:
     from kctl.controllers.base import ControllerContext
@@ -57,16 +58,6 @@ def last_seen(event: dict) -> dt.datetime | None:
     return None
 
 
-def _now(clock) -> dt.datetime:
-    """The controller clock's now (ControllerContext.clock: epoch seconds) as an aware datetime."""
-    value = clock() if callable(clock) else None
-    if value is None:
-        return dt.datetime.now(dt.timezone.utc)
-    if isinstance(value, dt.datetime):
-        return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
-    return dt.datetime.fromtimestamp(float(value), dt.timezone.utc)
-
-
 class EventTTLController:
     """Deletes Events whose last sighting is older than the TTL."""
 
@@ -94,7 +85,7 @@ class EventTTLController:
         if event is None:
             return None
         seen = last_seen(event)
-        age = (_now(self.ctx.clock) - seen).total_seconds() if seen is not None else float("inf")
+        age = (clock_now(self.ctx.clock) - seen).total_seconds() if seen is not None else float("inf")
         left = self.settings.ttl_seconds - age
         if left > 0:
             return left

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from kctl.api.errors import APIError, Conflict, NotFound
-from kctl.controllers.base import DeferredEvents
+from kctl.controllers.base import DeferredEvents, key_of, owner_key
 from kctl.controllers.replicaset import (controller_ref, format_time, parse_time, pod_active, pod_from_template,
                                         pod_ready, pods_to_delete, slow_start_batches, to_datetime)
 
@@ -212,15 +212,11 @@ class JobController:
 
     # -- event handlers -----------------------------------------------------------------------
 
-    @staticmethod
-    def _key(namespace: str | None, name: str) -> str:
-        return f"{namespace or 'default'}/{name}"
-
     def _enqueue(self, job: dict) -> None:
-        self.queue.add(self._key(job["metadata"].get("namespace"), job["metadata"]["name"]))
+        self.queue.add(key_of(job))
 
     def _on_job_delete(self, job: dict) -> None:
-        key = self._key(job["metadata"].get("namespace"), job["metadata"]["name"])
+        key = key_of(job)
         self.expectations.delete(key)
         self.queue.add(key)
 
@@ -232,7 +228,7 @@ class JobController:
         job = self.jobs.get(ns, ref.get("name", ""))
         if job is None or job["metadata"].get("uid") != ref.get("uid"):
             return None
-        return self._key(ns, ref["name"])
+        return owner_key(pod, "Job")
 
     def _on_pod_add(self, pod: dict) -> None:
         key = self._owner_key(pod)

@@ -36,7 +36,7 @@ from typing import Callable, Iterable, Sequence
 
 from kctl.api.errors import AlreadyExists, APIError, Conflict, NotFound
 from kctl.api.selectors import LabelSelector, from_label_selector_object
-from kctl.controllers.base import DeferredEvents
+from kctl.controllers.base import DeferredEvents, controller_ref, key_of, owner_key
 
 log = logging.getLogger("kctl.controllers.replicaset")
 
@@ -113,14 +113,6 @@ def pod_active(pod: dict) -> bool:
     """controller.IsPodActive: not Succeeded/Failed and not being deleted."""
     phase = (pod.get("status") or {}).get("phase")
     return phase not in ("Succeeded", "Failed") and not pod["metadata"].get("deletionTimestamp")
-
-
-def controller_ref(obj: dict) -> dict | None:
-    """metav1.GetControllerOf: the ownerReference with controller: true."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if isinstance(ref, dict) and ref.get("controller"):
-            return ref
-    return None
 
 
 def owner_reference(owner: dict, kind: str) -> dict:
@@ -346,18 +338,14 @@ class ReplicaSetController:
 
     # -- event handlers ----------------------------------------------------------------------
 
-    @staticmethod
-    def _key(namespace: str | None, name: str) -> str:
-        return f"{namespace or 'default'}/{name}"
-
     def _enqueue(self, rs: dict) -> None:
-        self.queue.add(self._key(rs["metadata"].get("namespace"), rs["metadata"]["name"]))
+        self.queue.add(key_of(rs))
 
     def _on_rs_update(self, old: dict, new: dict) -> None:
         self._enqueue(new)
 
     def _on_rs_delete(self, rs: dict) -> None:
-        key = self._key(rs["metadata"].get("namespace"), rs["metadata"]["name"])
+        key = key_of(rs)
         self.expectations.delete(key)
         self.queue.add(key)
 
@@ -370,7 +358,7 @@ class ReplicaSetController:
         rs = self.replicasets.get(ns, ref.get("name", ""))
         if rs is None or rs["metadata"].get("uid") != ref.get("uid"):
             return None
-        return self._key(ns, ref["name"])
+        return owner_key(pod, "ReplicaSet")
 
     def _on_pod_add(self, pod: dict) -> None:
         if pod["metadata"].get("deletionTimestamp"):
