@@ -112,7 +112,10 @@ def parse_config(doc: dict | None) -> SchedulerConfig:
         raise ConfigError(f"kind: expected KubeSchedulerConfiguration, got {kind!r}")
     profiles = []
     seen: set[str] = set()
-    for i, p in enumerate(doc.get("profiles") or [{}]):
+    listed = doc.get("profiles") or [{}]
+    if not isinstance(listed, list):
+        raise ConfigError("profiles: must be a list")
+    for i, p in enumerate(listed):
         where = f"profiles[{i}]"
         if not isinstance(p, dict):
             raise ConfigError(f"{where}: must be a mapping")
@@ -121,7 +124,10 @@ def parse_config(doc: dict | None) -> SchedulerConfig:
             raise ConfigError(f"{where}.schedulerName: duplicate {name!r}")
         seen.add(name)
         sets = {}
-        for point, body in (p.get("plugins") or {}).items():
+        plugins = p.get("plugins") or {}
+        if not isinstance(plugins, dict):
+            raise ConfigError(f"{where}.plugins: must be a mapping")
+        for point, body in plugins.items():
             if point not in EXTENSION_POINTS and point not in ("multiPoint", "queueSort"):
                 raise ConfigError(f"{where}.plugins.{point}: unknown extension point")
             body = body or {}

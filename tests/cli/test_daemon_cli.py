@@ -82,7 +82,8 @@ def runtime(kctl, tmp_path, monkeypatch):
 # -- help and flags --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("command, needles", [
-    ("daemon", ["--node", "--podman-url", "--workers", "--log-level"]),
+    ("daemon", ["--node", "--podman-url", "--workers", "--log-level", "--backoff-initial", "--backoff-max",
+                "--scheduler-config", "--event-ttl", "--no-controllers"]),
     ("logs", ["--container", "--follow", "--tail", "--since", "--previous", "--timestamps"]),
     ("exec", ["--container", "--stdin", "--tty", "COMMAND"]),
 ], ids=["daemon", "logs", "exec"])
@@ -104,6 +105,15 @@ def test_help(kctl, command, needles):
 def test_bad_flags_are_usage_errors(kctl, args):
     """Bad or missing arguments exit 2 before anything runs."""
     assert kctl(*args).code == 2
+
+
+def test_bad_scheduler_config_is_one_line_and_exit_2(kctl, tmp_path):
+    """A scheduler config the daemon cannot use is refused before anything starts, naming the file."""
+    bad = tmp_path / "sched.yaml"
+    bad.write_text("profiles: 3\n")
+    result = kctl("daemon", "--scheduler-config", str(bad))
+    assert result.code == 2
+    assert result.err.startswith("error: ") and str(bad) in result.err and len(result.err.strip().splitlines()) == 1
 
 
 # -- logs --------------------------------------------------------------------------------------

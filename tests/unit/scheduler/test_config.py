@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import pytest
@@ -147,3 +148,13 @@ def test_unreadable_yaml_names_the_file(tmp_path):
 def test_profile_default_name():
     """A profile without schedulerName is the default scheduler's."""
     assert Profile().scheduler_name == "default-scheduler"
+
+
+@pytest.mark.parametrize("doc, field", [
+    ({"profiles": 3}, "profiles"),
+    ({"profiles": [{"plugins": ["a"]}]}, "profiles[0].plugins"),
+], ids=["profiles-not-a-list", "plugins-not-a-mapping"])
+def test_wrong_shapes_are_config_errors(doc, field):
+    """A field of the wrong type is a ConfigError naming it, not a crash."""
+    with pytest.raises(ConfigError, match=re.escape(field)):
+        parse_config(doc)
