@@ -39,6 +39,7 @@ import requests
 from podman import PodmanClient
 from podman import errors as podman_errors
 
+from kctl.ssh import ssh_options
 from kctl.runtime.interface import (
     LABEL_MANAGED,
     ContainerSpec,
@@ -332,16 +333,10 @@ class _SSHTunnel:
         return os.path.join(self._folder, "podman.sock")
 
     def command(self) -> list[str]:
-        options = ["-o", "BatchMode=yes", "-o", "ExitOnForwardFailure=yes",
-                   "-o", "StreamLocalBindUnlink=yes", "-o", "ServerAliveInterval=5",
-                   "-o", "ServerAliveCountMax=3",
-                   "-o", f"ConnectTimeout={max(1, int(self._connect_timeout))}"]
-        if self._identity:
-            options += ["-i", self._identity, "-o", "IdentitiesOnly=yes"]
-        if self._known_hosts:
-            options += ["-o", f"UserKnownHostsFile={self._known_hosts}"]
-        return ["ssh", "-N", "-T", *options, "-p", str(self.address.port),
-                "-L", f"{self.local_socket}:{self.address.socket_path}",
+        options = ssh_options(identity=self._identity, known_hosts=self._known_hosts,
+                              connect_timeout=self._connect_timeout, port=self.address.port)
+        return ["ssh", "-N", "-T", "-o", "ExitOnForwardFailure=yes", "-o", "StreamLocalBindUnlink=yes",
+                *options, "-L", f"{self.local_socket}:{self.address.socket_path}",
                 f"{self.address.user}@{self.address.host}"]
 
     def ensure(self) -> str:
