@@ -29,6 +29,7 @@ from kctl.agent.node import ANNOTATION_PODMAN_URL, ANNOTATION_SSH_IDENTITY, Hear
 from kctl.controllers.workqueue import WorkQueue
 from kctl.api import events
 from kctl.api.errors import Conflict, Gone, NotFound
+from kctl.api.times import parse_seconds
 
 log = logging.getLogger("kctl.agent")
 
@@ -195,7 +196,8 @@ class NodeAgent:
         self._synced = threading.Event()
         self._go = threading.Event()  # workers may start: synced, or stopping
         self._threads: list[threading.Thread] = []
-        self.heartbeat = (Heartbeat(api, node_name, runtime, interval=heartbeat_interval, internal_ip=host_ip)
+        self.heartbeat = (Heartbeat(api, node_name, runtime, interval=heartbeat_interval, internal_ip=host_ip,
+                                    before_ready=self.fence)
                           if heartbeat_interval else None)
 
     # -- running --------------------------------------------------------------------------
@@ -374,6 +376,39 @@ class NodeAgent:
             return
         for name in removed or ():
             log.info("node %s: removed Podman pod %s (no Pod owns it)", self.node_name, name)
+
+    def fence(self, timeout: float = 30.0) -> bool:
+        """Before the node reports Ready (at start, or answering again after silence).
+
+        Removes from Podman every kctl pod that must not run: pods deleted, evicted or
+        moved while the host was silent, and terminating pods whose grace period is over.
+        So a host back from a partition never runs a pod that was replaced elsewhere.
+        False (and the node stays silent) until the first list is done and the clean-up
+        succeeded.
+        """
+        if not self._synced.wait(timeout):
+            return False
+        now = self.clock()
+        keep, expired = set(), []
+        for pod in self.pods.values():
+            if self._grace_over(pod, now):
+                expired.append(_meta(pod)["uid"])
+            else:
+                keep.add(_meta(pod)["uid"])
+        removed = _podsync().cleanup_orphans(self.runtime, keep_uids=keep)
+        for uid in expired:
+            self.queue.add(uid)  # a worker removes the Pod object: nothing runs for it any more
+        if removed:
+            log.info("node %s: before Ready, removed from Podman: %s", self.node_name, ", ".join(removed))
+        return True
+
+    def _grace_over(self, pod: dict, now: float) -> bool:
+        """A terminating pod whose deletionTimestamp + grace period has passed."""
+        since = _meta(pod).get("deletionTimestamp")
+        if not since:
+            return False
+        started = parse_seconds(since)
+        return started is None or started + self._grace_seconds(pod) <= now
 
     # -- workers --------------------------------------------------------------------------
 

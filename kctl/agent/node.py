@@ -178,12 +178,17 @@ class Heartbeat:
     """Renews the node's Lease every `interval` s and posts its status when it changed.
 
     The status is also written every `status_every`-th beat even when unchanged, so its
-    lastHeartbeatTime stays fresh. A runtime that does not answer makes the node
-    Ready=False with the error as message.
+    lastHeartbeatTime stays fresh. The Lease is renewed only while the host's runtime
+    answers: a host that stops answering (cut off, down, Podman stopped) gets Ready=False
+    with the error as message once, then silence, so the node lifecycle controller sees
+    its Lease expire and marks it Unknown as it would a kubelet that died. When the host
+    answers again, `before_ready` (the agent's fence: stop what was evicted meanwhile)
+    runs first; the node is Ready again only after it returned True.
     """
 
     def __init__(self, api, node_name: str, runtime, *, interval: float = 5.0, status_every: int = 4,
                  lease_duration: int = LEASE_DURATION_SECONDS, internal_ip: str = "",
+                 before_ready: Callable[[], bool] | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.api = api
         self.node_name = node_name
@@ -193,7 +198,9 @@ class Heartbeat:
         self.lease_duration = lease_duration
         self.internal_ip = internal_ip
         self.clock = clock
+        self.before_ready = before_ready
         self.beats = 0
+        self.answering: bool | None = None  # None: not asked yet
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -219,16 +226,46 @@ class Heartbeat:
             self._stop.wait(self.interval)
 
     def beat(self) -> None:
-        """One beat: renew the Lease, then post the status if due. Logs, never raises."""
+        """One beat: ask the runtime; renew the Lease and post the status if due. Logs, never raises."""
+        observed = self.observe()
         try:
-            self.renew_lease()
-        except Exception as exc:
-            log.warning("node %s: cannot renew lease: %s", self.node_name, exc)
-        try:
-            self.post_status(force=self.beats % self.status_every == 0)
-        except Exception as exc:
-            log.warning("node %s: cannot post status: %s", self.node_name, exc)
-        self.beats += 1
+            if not self._may_report(observed):
+                return
+            try:
+                self.renew_lease()
+            except Exception as exc:
+                log.warning("node %s: cannot renew lease: %s", self.node_name, exc)
+            try:
+                self.post_status(observed, force=self.beats % self.status_every == 0)
+            except Exception as exc:
+                log.warning("node %s: cannot post status: %s", self.node_name, exc)
+        finally:
+            self.beats += 1
+
+    def _may_report(self, observed) -> bool:
+        """Whether this beat renews the Lease: the runtime answers and, after silence, the fence ran."""
+        answers = observed[2]
+        if not answers:
+            if self.answering is not False:  # just stopped answering: say why, once
+                log.warning("node %s: %s; the Lease is not renewed until it answers", self.node_name, observed[3])
+                try:
+                    self.post_status(observed, force=True)
+                except Exception as exc:
+                    log.warning("node %s: cannot post status: %s", self.node_name, exc)
+            self.answering = False
+            return False
+        if not self.answering and self.before_ready is not None:
+            try:
+                fenced = self.before_ready()
+            except Exception as exc:
+                log.warning("node %s: clean-up before Ready failed: %s", self.node_name, exc)
+                fenced = False
+            if not fenced:
+                return False
+        if self.answering is False:
+            log.info("node %s: answering again", self.node_name)
+        self.answering = True
+        return True
 
     # -- the Lease -----------------------------------------------------------------------
 
@@ -294,9 +331,12 @@ class Heartbeat:
             return None, None, False, message
         return info, images, True, READY_MESSAGE
 
-    def post_status(self, *, force: bool = False) -> dict | None:
-        """Write the Node status if it changed (or `force`); the Node as stored, None if it is gone."""
-        info, images, ready, message = self.observe()
+    def post_status(self, observed=None, *, force: bool = False) -> dict | None:
+        """Write the Node status if it changed (or `force`); the Node as stored, None if it is gone.
+
+        `observed` is what observe() returned; asked now when not given.
+        """
+        info, images, ready, message = observed if observed is not None else self.observe()
         for _ in range(3):
             node = self._node()
             if node is None:

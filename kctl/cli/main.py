@@ -38,7 +38,7 @@ def root(
 
 def _register() -> None:
     from kctl.cli import apply, daemon, get, logs, maintenance, modify, reference  # noqa: F401  (registers commands)
-    from kctl.cli import nodes, rollout, scale, wait  # noqa: F401  (registers commands)
+    from kctl.cli import node, nodes, rollout, scale, wait  # noqa: F401  (registers commands)
 
 
 EXIT_INTERNAL = 1

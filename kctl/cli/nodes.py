@@ -212,7 +212,7 @@ class DrainFailed(Exception):
         self.error, self.final_lines, self.code = error, final_lines, code
 
 
-def _evict_and_wait(verdicts: list[PodVerdict], *, grace_period: Optional[int], timeout: float | None) -> None:
+def evict_and_wait(verdicts: list[PodVerdict], *, grace_period: Optional[int], timeout: float | None) -> None:
     """Delete each pod to evict (printing kubectl's lines), then watch until every one is gone."""
     from kctl.api.errors import Gone, NotFound
 
@@ -348,7 +348,7 @@ def _drain_one(name: str, opts: DrainOptions, *, grace_period: Optional[int], ti
     if warnings:
         print(f"Warning: {warnings}", file=sys.stderr)
     try:
-        _evict_and_wait(verdicts, grace_period=grace_period, timeout=timeout)
+        evict_and_wait(verdicts, grace_period=grace_period, timeout=timeout)
     except DrainTimeout as exc:
         error = f"drain did not complete within {_format_duration(timeout or 0)}"
         print(f'There are pending pods in node "{name}" when an error occurred: {error}', file=sys.stderr)

@@ -495,8 +495,23 @@ def _node_row(obj: dict, wide: bool, now: datetime) -> list[str]:
         external = next((a.get("address") for a in addresses if a.get("type") == "ExternalIP"), None)
         row += [internal or "<none>", external or "<none>", info.get("osImage") or "<unknown>",
                 info.get("kernelVersion") or "<unknown>",
-                info.get("containerRuntimeVersion") or "<unknown>"]
+                info.get("containerRuntimeVersion") or "<unknown>",
+                _capacity(status.get("capacity") or {})]
     return row
+
+
+def _capacity(capacity: dict) -> str:
+    """A node's capacity in one column: `2 cpu, 23.4Gi` (kctl's addition to kubectl's wide view)."""
+    if not capacity:
+        return "<unknown>"
+    from kctl.api.quantity import parse_quantity
+
+    parts = []
+    if capacity.get("cpu"):
+        parts.append(f"{capacity['cpu']} cpu")
+    if capacity.get("memory"):
+        parts.append(f"{float(parse_quantity(capacity['memory'])) / 2 ** 30:.1f}Gi")
+    return ", ".join(parts) or "<unknown>"
 
 
 def _event_row(obj: dict, wide: bool, now: datetime) -> list[str]:
@@ -570,7 +585,7 @@ _TABLES: dict[str, _Table] = {
     "Secret": _Table(("NAME", "TYPE", "DATA", "AGE"), (), _secret_row),
     "Namespace": _Table(("NAME", "STATUS", "AGE"), (), _namespace_row),
     "Node": _Table(("NAME", "STATUS", "ROLES", "AGE", "VERSION"),
-                   ("INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"),
+                   ("INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME", "CAPACITY"),
                    _node_row),
     "Event": _Table(("LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"), (), _event_row),
     "Lease.coordination.k8s.io": _Table(("NAME", "HOLDER", "AGE"), (), _lease_row),

@@ -187,3 +187,75 @@ def test_drain_filters(p, opts, delete, reason, message):
     """Each pod gets kubectl's drain verdict for the flags given."""
     (verdict,) = pods_for_deletion([p], opts, _exists({"agent"}))
     assert (verdict.delete, verdict.reason, verdict.message) == (delete, reason, message)
+
+
+# -- kctl node add / remove ------------------------------------------------------------------
+
+def test_node_add_writes_the_node(kctl, server, tmp_path, store_path):
+    """node add: a Node naming its Podman over SSH, with labels, taints and kctl's known_hosts."""
+    key = tmp_path / "id"
+    key.write_text("not really a key\n")
+    result = kctl("node", "add", "h1", "--ssh", "kctl@127.0.0.1:1", "--identity", str(key),
+                  "--socket", "/run/user/1000/podman/podman.sock", "-l", "zone=a", "--taint", "gpu=yes:NoSchedule")
+    assert result.code == 0, result.err
+    assert result.out == "node/h1 added\n"
+    # Nothing listens on port 1: the key cannot be read, and the user is told how to check it.
+    assert "cannot read the host key of 127.0.0.1:1" in result.err and "kctl node trust h1" in result.err
+    node = server.get(server.resource("nodes"), "h1")
+    assert node["metadata"]["annotations"] == {
+        "kctl.io/podman-url": "ssh://kctl@127.0.0.1:1/run/user/1000/podman/podman.sock",
+        "kctl.io/ssh-identity": str(key),
+        "kctl.io/ssh-known-hosts": str(store_path.parent / "known_hosts")}
+    assert node["metadata"]["labels"]["zone"] == "a"
+    assert node["spec"]["taints"] == [{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]
+    again = kctl("node", "add", "h1", "--ssh", "127.0.0.1:1")
+    assert again.code != 0 and "AlreadyExists" in again.err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--ssh", "a@b@c"], "--ssh 'a@b@c': expected [user@]host[:port]"),
+    (["--ssh", "host:99999"], "expected [user@]host[:port]"),
+    (["--ssh", "kctl@host"], "--socket is required for the rootless user kctl"),
+    (["--ssh", "host", "--taint", "gpu=yes:Sometimes"], "--taint 'gpu=yes:Sometimes': expected key[=value]:Effect"),
+    (["--ssh", "host", "-l", "zone"], "--label 'zone': expected key=value"),
+    (["--ssh", "host", "--identity", "/nonexistent/key"], "--identity /nonexistent/key: no such readable file"),
+    (["--ssh", "host", "--socket", "podman.sock"], "expected an absolute path"),
+])
+def test_node_add_refuses_bad_input(kctl, server, args, message):
+    """Bad flags: one line, non-zero exit, no Node written."""
+    result = kctl("node", "add", "h1", *args)
+    assert result.code != 0
+    assert message in result.err and len(result.err.strip().splitlines()) == 1
+    assert server.list(server.resource("nodes"))[0] == []
+
+
+def test_node_remove_drains_everything_then_deletes(kctl, node_with_pods, agent):
+    """node remove: every pod on the node goes (DaemonSet and bare pods too), then the Node."""
+    server = node_with_pods
+    result = kctl("node", "remove", "n1", "--timeout", "20s")
+    assert result.code == 0, result.err
+    assert result.out.endswith("node/n1 removed\n")
+    assert pod_names(server) == []
+    with pytest.raises(NotFound):
+        server.get(server.resource("nodes"), "n1")
+
+
+def test_node_remove_times_out_on_a_silent_host(kctl, node_with_pods):
+    """No agent stops the pods: remove gives up, says so, and keeps the Node; --force removes it."""
+    server = node_with_pods
+    result = kctl("node", "remove", "n1", "--timeout", "1s")
+    assert result.code != 0
+    assert "node/n1 not removed: 3 pod(s) still on it" in result.err and "--force" in result.err
+    assert unschedulable(server)
+    forced = kctl("node", "remove", "n1", "--force")
+    assert forced.code == 0, forced.err
+    assert pod_names(server) == []
+    with pytest.raises(NotFound):
+        server.get(server.resource("nodes"), "n1")
+
+
+def test_node_trust_needs_an_ssh_node(kctl, server):
+    server.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "local", "annotations": {
+        "kctl.io/podman-url": "unix:///run/podman/podman.sock"}}})
+    result = kctl("node", "trust", "local")
+    assert result.code != 0 and "not SSH" in result.err

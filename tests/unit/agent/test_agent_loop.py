@@ -441,3 +441,25 @@ def test_supervisor_restarts_agent_when_url_changes(api):
         assert made[1].runtime["metadata"]["annotations"]["kctl.io/podman-url"] == "unix:///two.sock"
     finally:
         supervisor.stop(5)
+
+
+def test_fence_removes_pods_whose_grace_is_over(api, make_agent, fake):
+    """Before Ready again, Podman keeps only live pods and terminating pods still within their grace."""
+    agent = make_agent()
+    live = api.create(pod("live"))["metadata"]["uid"]
+    evicted = api.create(pod("evicted", terminationGracePeriodSeconds=30))["metadata"]["uid"]
+    stopping = api.create(pod("stopping", terminationGracePeriodSeconds=30))["metadata"]["uid"]
+    fake.terminating.update({"evicted": 1000, "stopping": 1000})  # their hosts never finish stopping them
+    assert wait_for(lambda: all((get_pod(api, n) or {}).get("status") for n in ("live", "evicted", "stopping")))
+    for name in ("evicted", "stopping"):
+        api.delete(api.resource("pods"), name, namespace="default")
+    assert wait_for(lambda: all(agent.pods.get(u) and agent.pods.get(u)["metadata"].get("deletionTimestamp")
+                                for u in (evicted, stopping)))
+    # The "evicted" one was deleted long ago: move its deletionTimestamp back past its grace.
+    cached = agent.pods.get(evicted)
+    cached["metadata"]["deletionTimestamp"] = "2020-01-01T00:00:00Z"
+    agent.pods.offer(evicted, {**cached, "metadata": {**cached["metadata"], "resourceVersion": "999999"}})
+    fake.orphan_calls.clear()
+    assert agent.fence(timeout=5)
+    keep, _ = fake.orphan_calls[-1]
+    assert keep == {live, stopping}

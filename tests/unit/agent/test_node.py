@@ -225,3 +225,48 @@ def test_rfc3339_micro():
 def test_node_address(node, expected):
     """A Node's InternalIP: its status address, else the SSH host of its Podman URL."""
     assert nodes.node_address(node) == expected
+
+
+def test_silent_host_keeps_lease_and_status_still(api, heartbeat):
+    """A host that stops answering: Ready=False once, then silence; the Lease is not renewed."""
+    heartbeat.beat()
+    renewed = lease(api)["spec"]["renewTime"]
+    heartbeat.host.down = True
+    heartbeat.fake_clock.t += 5
+    heartbeat.beat()
+    assert ready(node_obj(api)["status"])["status"] == "False"
+    assert lease(api)["spec"]["renewTime"] == renewed
+    # The node lifecycle controller marks it Unknown; the silent agent does not undo that.
+    node = node_obj(api)
+    ready(node["status"])["status"] = "Unknown"
+    api.update_status(node)
+    for _ in range(5):
+        heartbeat.fake_clock.t += 5
+        heartbeat.beat()
+    assert ready(node_obj(api)["status"])["status"] == "Unknown"
+    assert lease(api)["spec"]["renewTime"] == renewed
+
+
+def test_before_ready_gates_the_return(api, registered):
+    """Back after silence, the fence runs first; the node reports again only once it succeeded."""
+    host, clock, answers = FakeHost(), Clock(), []
+    beat = nodes.Heartbeat(api, "h1", host, interval=0.05, clock=clock, before_ready=lambda: answers.pop(0))
+    answers.append(True)
+    beat.beat()  # at start
+    assert lease(api)["spec"]["renewTime"] == "2026-12-02T16:00:00.000000Z"
+    host.down = True
+    clock.t += 5
+    beat.beat()
+    host.down = False
+    answers.extend([False, True])
+    clock.t += 5
+    beat.beat()  # the fence failed: still silent
+    assert ready(node_obj(api)["status"])["status"] == "False"
+    assert lease(api)["spec"]["renewTime"] == "2026-12-02T16:00:00.000000Z"
+    clock.t += 5
+    beat.beat()
+    assert ready(node_obj(api)["status"])["status"] == "True"
+    assert lease(api)["spec"]["renewTime"] == "2026-12-02T16:00:15.000000Z"
+    clock.t += 5
+    beat.beat()  # answering all along: the fence is not asked again
+    assert answers == []

@@ -108,7 +108,8 @@ NODE_UP = {"apiVersion": "v1", "kind": "Node",
            "status": {"conditions": [{"type": "Ready", "status": "True"}],
                       "addresses": [{"type": "InternalIP", "address": "10.77.0.11"}],
                       "nodeInfo": {"kubeletVersion": "kctl-0.1.0", "osImage": "Debian GNU/Linux 12",
-                                   "kernelVersion": "6.1.0", "containerRuntimeVersion": "podman://4.3.1"}}}
+                                   "kernelVersion": "6.1.0", "containerRuntimeVersion": "podman://4.3.1"},
+                      "capacity": {"cpu": "2", "memory": "24522316Ki"}}}
 NODE_NEW = {"apiVersion": "v1", "kind": "Node", "metadata": meta("h3", None), "status": {}}
 EVENT = {"apiVersion": "v1", "kind": "Event", "metadata": meta("crash.17a"), "type": "Warning",
          "reason": "BackOff", "message": "Back-off restarting failed container\n", "count": 3,
@@ -210,9 +211,9 @@ WIDE_CASES = [
      "web    2/3     3            2           60m   web,log      nginx:1.25,busybox   app=web\n"),
     ("nodes", [NODE_UP],
      "NAME   STATUS   ROLES           AGE   VERSION      INTERNAL-IP   EXTERNAL-IP   OS-IMAGE              "
-     "KERNEL-VERSION   CONTAINER-RUNTIME\n"
+     "KERNEL-VERSION   CONTAINER-RUNTIME   CAPACITY\n"
      "h1     Ready    control-plane   60m   kctl-0.1.0   10.77.0.11    <none>        Debian GNU/Linux 12  "
-     " 6.1.0            podman://4.3.1\n"),
+     " 6.1.0            podman://4.3.1      2 cpu, 23.4Gi\n"),
     ("svc", [SERVICE],
      "NAME   TYPE       CLUSTER-IP   EXTERNAL-IP   PORT(S)                AGE   SELECTOR\n"
      "web    NodePort   10.96.0.10   <none>        80/TCP,443:30443/TCP   60m   app=web\n"),
