@@ -30,7 +30,6 @@ What sync_pod does, in order (see docs/agent.md):
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import threading
 import time
@@ -38,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
+from kctl.api.times import parse_seconds
 from kctl.agent.backoff import Backoff
 from kctl.agent.containers import (
     KIND_APP,
@@ -156,13 +156,6 @@ def should_restart(restart_policy: str, exit_code: int | None) -> bool:
     if restart_policy == "OnFailure":
         return exit_code != 0
     return True
-
-
-def _parse_time(text: str) -> float | None:
-    try:
-        return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc).timestamp()
-    except (TypeError, ValueError):
-        return None
 
 
 def _managed(labels: Mapping[str, str]) -> bool:
@@ -758,7 +751,7 @@ class _PodSync:
 
     def _deadline_exceeded(self) -> bool:
         deadline = self.spec.get("activeDeadlineSeconds")
-        started = _parse_time(str(self.previous.get("startTime") or ""))
+        started = parse_seconds(self.previous.get("startTime"))
         return isinstance(deadline, int) and started is not None and self.now - started >= deadline
 
     def _finish_terminal(self, already: bool) -> SyncResult:

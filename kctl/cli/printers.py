@@ -16,6 +16,7 @@ from typing import Callable, Iterable, TextIO
 
 from kctl.api.errors import BadRequest
 from kctl.api.resources import BUILTIN, ResourceType
+from kctl.api.times import parse_time
 
 __all__ = ["OutputFormat", "parse_output", "print_objects", "age", "human_duration", "parse_time",
            "format_labels", "format_label_selector", "node_roles", "node_status"]
@@ -91,17 +92,6 @@ def _relaxed_jsonpath(expr: str) -> str:
 
 
 # --- time -------------------------------------------------------------------------
-
-def parse_time(value: object) -> datetime | None:
-    """An RFC 3339 timestamp (`2026-12-02T16:00:00Z`) -> aware datetime; None if absent/bad."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
-
 
 def human_duration(seconds: float) -> str:
     """k8s.io/apimachinery's HumanDuration: 45s, 5m30s, 3h2m, 2d5h, 400d, 2y30d."""

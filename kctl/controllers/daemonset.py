@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kctl.api.errors import AlreadyExists, APIError, Conflict, NotFound
+from kctl.api.times import parse_time
 from kctl.controllers.base import clock_now, controller_ref, key_of, owner_key
 
 if TYPE_CHECKING:
@@ -218,16 +219,6 @@ def new_pod(ds: dict, node_name: str, hash_: str) -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
 
 
-def _parse_time(text: str | None) -> dt.datetime | None:
-    if not text:
-        return None
-    try:
-        value = dt.datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
-
-
 def _ready_condition(pod: dict) -> dict | None:
     for cond in (pod.get("status") or {}).get("conditions") or ():
         if cond.get("type") == "Ready":
@@ -246,7 +237,7 @@ def pod_available(pod: dict, min_ready_seconds: int, now: dt.datetime) -> bool:
         return False
     if min_ready_seconds <= 0:
         return True
-    since = _parse_time((_ready_condition(pod) or {}).get("lastTransitionTime"))
+    since = parse_time((_ready_condition(pod) or {}).get("lastTransitionTime"))
     return since is not None and (now - since).total_seconds() >= min_ready_seconds
 
 
@@ -556,7 +547,7 @@ class DaemonSetController:
         waits = []
         for pod in pods:
             if pod_ready(pod) and not pod_available(pod, min_ready, now):
-                since = _parse_time((_ready_condition(pod) or {}).get("lastTransitionTime"))
+                since = parse_time((_ready_condition(pod) or {}).get("lastTransitionTime"))
                 if since is not None:
                     waits.append(max(0.0, min_ready - (now - since).total_seconds()))
         return min(waits) + 0.01 if waits else None

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kctl.api.errors import Conflict, NotFound
+from kctl.api.times import parse_time
 from kctl.controllers.base import clock_now
 
 if TYPE_CHECKING:
@@ -34,17 +35,6 @@ class EventTTLSettings:
     """How long Events are kept."""
 
     ttl_seconds: float = DEFAULT_TTL_SECONDS
-
-
-def parse_time(text: str | None) -> dt.datetime | None:
-    """An RFC 3339 timestamp ("2024-05-01T10:00:00Z", fractions allowed) as an aware datetime."""
-    if not text or not isinstance(text, str):
-        return None
-    try:
-        value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
 
 
 def last_seen(event: dict) -> dt.datetime | None:

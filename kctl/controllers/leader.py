@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from kctl.api.errors import AlreadyExists, APIError, Conflict, NotFound
+from kctl.api.times import parse_seconds
 
 if TYPE_CHECKING:
     from kctl.api.apiserver import APIServer
@@ -72,16 +73,6 @@ def default_identity() -> str:
 
 def micro_time(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_time(text: object) -> float | None:
-    """Seconds since the epoch of an RFC 3339 time (MicroTime or Time), or None."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 class LeaderElector:
@@ -222,7 +213,7 @@ class LeaderElector:
 
     def expired(self, spec: dict, now: float) -> bool:
         """Whether a Lease spec's holder let it lapse (no renewTime counts as lapsed)."""
-        renewed = parse_time(spec.get("renewTime")) or parse_time(spec.get("acquireTime"))
+        renewed = parse_seconds(spec.get("renewTime")) or parse_seconds(spec.get("acquireTime"))
         if renewed is None:
             return True
         return renewed + float(spec.get("leaseDurationSeconds") or self.settings.lease_duration) < now

@@ -36,6 +36,7 @@ from typing import Callable, Iterable, Sequence
 
 from kctl.api.errors import AlreadyExists, APIError, Conflict, NotFound
 from kctl.api.selectors import LabelSelector, from_label_selector_object
+from kctl.api.times import format_time, parse_time, to_datetime
 from kctl.controllers.base import DeferredEvents, controller_ref, key_of, owner_key
 
 log = logging.getLogger("kctl.controllers.replicaset")
@@ -57,27 +58,6 @@ class ReplicaSetSettings:
 
 
 # -- pods: pure helpers ---------------------------------------------------------------------
-
-def parse_time(text: object) -> dt.datetime | None:
-    """An RFC 3339 timestamp as an aware datetime (None when missing or malformed)."""
-    if not text:
-        return None
-    try:
-        value = dt.datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
-
-
-def format_time(when: dt.datetime) -> str:
-    """An aware datetime in the API's RFC 3339 form (seconds, UTC)."""
-    return when.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def to_datetime(seconds: float) -> dt.datetime:
-    """A clock reading (seconds since the epoch) as an aware datetime."""
-    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc)
-
 
 def ready_condition(pod: dict) -> dict | None:
     for cond in (pod.get("status") or {}).get("conditions") or ():
