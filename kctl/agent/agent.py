@@ -25,7 +25,8 @@ import threading
 import time
 from typing import Callable
 
-from kctl.agent.node import ANNOTATION_PODMAN_URL, ANNOTATION_SSH_IDENTITY, Heartbeat, node_address
+from kctl.agent.node import (AGENT_NODE_MODE, ANNOTATION_AGENT, ANNOTATION_PODMAN_URL, ANNOTATION_SSH_IDENTITY,
+                             Heartbeat, node_address)
 from kctl.controllers.workqueue import WorkQueue
 from kctl.api import events
 from kctl.api.errors import Conflict, Gone, NotFound
@@ -173,8 +174,9 @@ class NodeAgent:
     def __init__(self, api, node_name: str, runtime, *, workers: int = 4, resync: float = 10.0,
                  backoff=None, probes=None, probe_period: float = 1.0, host_ip: str = "",
                  remote: bool = False, heartbeat_interval: float | None = 5.0,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, image_copier=None) -> None:
         self.api = api
+        self.image_copier = image_copier  # kctl.agent.images.ImageCopier: images from other hosts
         self.node_name = node_name
         self.runtime = runtime
         self.workers = max(1, workers)
@@ -250,9 +252,10 @@ class NodeAgent:
             from kctl.agent.probes import ProbeManager
 
             self._probes = ProbeManager()
+        copier = {"image_copier": self.image_copier} if self.image_copier is not None else {}
         return podsync.SyncContext(node_name=self.node_name, host_ip=self.host_ip, lookup=self.lookup,
                                    backoff=self._backoff, probes=self._probes, now=self.clock,
-                                   remote=self.remote)
+                                   remote=self.remote, **copier)
 
     def lookup(self, kind: str, namespace: str, name: str) -> dict | None:
         """A ConfigMap or Secret from the cache (a copy), None if there is none."""
@@ -564,8 +567,12 @@ class NodeAgentSupervisor:
     """
 
     def __init__(self, api, *, runtime_for_node: Callable[[dict], object], retry: float = 10.0,
-                 agent_factory: Callable[..., NodeAgent] = NodeAgent, **agent_options) -> None:
+                 agent_factory: Callable[..., NodeAgent] = NodeAgent, own_node: str | None = None,
+                 **agent_options) -> None:
         self.api = api
+        # Node mode (`kctl daemon --server`): the agent of this one Node only. Otherwise every
+        # Node but those whose own host runs their agent (annotated kctl.io/agent=node).
+        self.own_node = own_node
         self.runtime_for_node = runtime_for_node
         self.retry = retry
         self.agent_factory = agent_factory
@@ -619,6 +626,11 @@ class NodeAgentSupervisor:
             name, (url, _) = _meta(node)["name"], node_connection(node)
             if not url or _meta(node).get("deletionTimestamp"):
                 continue
+            if self.own_node is not None:
+                if name != self.own_node:
+                    continue
+            elif (_meta(node).get("annotations") or {}).get(ANNOTATION_AGENT) == AGENT_NODE_MODE:
+                continue  # its own host runs its agent
             if url in owners:
                 # Two agents on one Podman would remove each other's pods as orphans.
                 self._failed(name, f"its Podman {url} is already node {owners[url]}'s; no agent for it")

@@ -26,6 +26,10 @@ log = logging.getLogger("kctl.agent.node")
 
 ANNOTATION_PODMAN_URL = "kctl.io/podman-url"
 ANNOTATION_SSH_IDENTITY = "kctl.io/ssh-identity"
+#: `node` on a Node whose host runs its own agent (`kctl daemon --server`, node mode): the
+#: control host's daemon runs no agent for it
+ANNOTATION_AGENT = "kctl.io/agent"
+AGENT_NODE_MODE = "node"
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION_SECONDS = 40
 KUBELET_VERSION = "kctl-v0.1.0"
@@ -48,11 +52,13 @@ def rfc3339_micro(ts: float) -> str:
 # -- registration --------------------------------------------------------------------------
 
 def node_object(name: str, *, podman_url: str, identity: str | None = None,
-                labels: dict[str, str] | None = None) -> dict:
-    """A new Node object for a host reached at podman_url."""
+                labels: dict[str, str] | None = None, node_mode: bool = False) -> dict:
+    """A new Node object for a host reached at podman_url (node_mode: its host runs its agent)."""
     annotations = {ANNOTATION_PODMAN_URL: podman_url}
     if identity:
         annotations[ANNOTATION_SSH_IDENTITY] = identity
+    if node_mode:
+        annotations[ANNOTATION_AGENT] = AGENT_NODE_MODE
     all_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **(labels or {})}
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": all_labels, "annotations": annotations},
@@ -60,19 +66,34 @@ def node_object(name: str, *, podman_url: str, identity: str | None = None,
 
 
 def register_node(api, name: str, *, podman_url: str, identity: str | None = None,
-                  labels: dict[str, str] | None = None) -> dict:
-    """The Node called `name`, created (labels, Podman URL annotations) if missing."""
+                  labels: dict[str, str] | None = None, node_mode: bool = False) -> dict:
+    """The Node called `name`, created (labels, Podman URL annotations) if missing.
+
+    node_mode: the Node is created, or an existing one marked in one write, as run by its
+    own host's agent on podman_url (so no control host's daemon ever runs one for it too).
+    """
     rt = api.resource("nodes")
     try:
-        return api.get(rt, name)
+        return _mark_node_mode(api, api.get(rt, name), podman_url) if node_mode else api.get(rt, name)
     except NotFound:
         pass
     try:
-        node = api.create(node_object(name, podman_url=podman_url, identity=identity, labels=labels))
+        node = api.create(node_object(name, podman_url=podman_url, identity=identity, labels=labels,
+                                      node_mode=node_mode))
         log.info("registered node %s (podman %s)", name, podman_url)
         return node
     except AlreadyExists:  # another daemon registered it meanwhile
-        return api.get(rt, name)
+        return _mark_node_mode(api, api.get(rt, name), podman_url) if node_mode else api.get(rt, name)
+
+
+def _mark_node_mode(api, node: dict, podman_url: str) -> dict:
+    want = {ANNOTATION_AGENT: AGENT_NODE_MODE, ANNOTATION_PODMAN_URL: podman_url}
+    annotations = (node.get("metadata") or {}).get("annotations") or {}
+    if all(annotations.get(k) == v for k, v in want.items()) and ANNOTATION_SSH_IDENTITY not in annotations:
+        return node
+    log.info("node %s: now run by its own agent (node mode, podman %s)", node["metadata"]["name"], podman_url)
+    patch = {"metadata": {"annotations": {**want, ANNOTATION_SSH_IDENTITY: None}}}
+    return api.patch(api.resource("nodes"), node["metadata"]["name"], patch, patch_type="merge")
 
 
 def node_address(node: dict) -> str:
@@ -358,6 +379,6 @@ class Heartbeat:
         return None
 
 
-__all__ = ["ANNOTATION_PODMAN_URL", "ANNOTATION_SSH_IDENTITY", "Heartbeat", "LEASE_NAMESPACE", "local_address",
-           "node_address", "node_object", "node_status", "register_node", "rfc3339", "rfc3339_micro",
-           "status_changed"]
+__all__ = ["AGENT_NODE_MODE", "ANNOTATION_AGENT", "ANNOTATION_PODMAN_URL", "ANNOTATION_SSH_IDENTITY", "Heartbeat",
+           "LEASE_NAMESPACE", "local_address", "node_address", "node_object", "node_status", "register_node", "rfc3339",
+           "rfc3339_micro", "status_changed"]

@@ -50,6 +50,7 @@ from kctl.agent.containers import (
     security_error,
 )
 from kctl.agent.env import Lookup, resolve_env
+from kctl.agent.images import ImageCopier, pull_auth, registry_may_have
 from kctl.agent.probes import PROBE_FIELDS, ProbeManager, named_ports
 from kctl.agent.status import (
     TERMINAL_PHASES,
@@ -112,6 +113,8 @@ class SyncContext:
     remote: bool = False
     #: (pod uid, volume name) -> content_hash of the files last written into that volume
     volume_hashes: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: copies a missing image from a host that has it (kctl.agent.images); None: registries only
+    image_copier: ImageCopier | None = None
 
 
 @dataclass
@@ -655,25 +658,60 @@ class _PodSync:
         return self._pull(container, kind, key, present)
 
     def _pull(self, container: dict, kind: str, key: tuple[str, str], present: bool) -> bool:
+        """Pull from the registry, else (image absent) copy from a host that has it (kctl.agent.images).
+
+        A localhost/ image is copied without a pull: no registry serves it.
+        """
         name, image = str(container.get("name", "")), str(container.get("image", ""))
+        copier = self.ctx.image_copier if not present else None
+        if copier is not None and not registry_may_have(image):
+            return self._copy(copier, container, kind, key, "")
+        auth, missing = pull_auth(self.pod, image, self.ctx.lookup)
+        if missing:
+            self._event("Warning", "FailedToRetrieveImagePullSecret",
+                        f"Unable to retrieve some image pull secrets ({', '.join(missing)}); "
+                        "attempting to pull the image may not succeed.", kind, name)
         self._event("Normal", "Pulling", f'Pulling image "{image}"', kind, name)
         started = time.monotonic()
         try:
-            self.runtime.pull_image(image)
+            self.runtime.pull_image(image, auth=auth)
         except RuntimeError_ as error:
-            self.ctx.backoff.record(key, self.now)
+            if copier is not None:
+                return self._copy(copier, container, kind, key, f"{error}; ")
             if present:
+                self.ctx.backoff.record(key, self.now)
                 self._event("Warning", "Failed", f'Failed to pull image "{image}": {error}; '
                                                  "using the image present on the host", kind, name)
                 return True
-            self._event("Warning", "Failed", f'Failed to pull image "{image}": {error}', kind, name)
-            self._event("Warning", "Failed", "Error: ErrImagePull", kind, name)
-            self.waiting[name] = ("ErrImagePull", str(error))
-            self.requeue.append(self.ctx.backoff.remaining(key, self.now))
-            return False
+            return self._pull_failed(container, kind, key, str(error))
         self.ctx.backoff.clear(key)
         self._event("Normal", "Pulled", f'Successfully pulled image "{image}" in '
                                         f"{time.monotonic() - started:.3f}s", kind, name)
+        return True
+
+    def _pull_failed(self, container: dict, kind: str, key: tuple[str, str], error: str) -> bool:
+        """ErrImagePull: Warning events, the container waiting, a retry after the pull back-off."""
+        name, image = str(container.get("name", "")), str(container.get("image", ""))
+        self.ctx.backoff.record(key, self.now)
+        self._event("Warning", "Failed", f'Failed to pull image "{image}": {error}', kind, name)
+        self._event("Warning", "Failed", "Error: ErrImagePull", kind, name)
+        self.waiting[name] = ("ErrImagePull", error)
+        self.requeue.append(self.ctx.backoff.remaining(key, self.now))
+        return False
+
+    def _copy(self, copier: ImageCopier, container: dict, kind: str, key: tuple[str, str], pulled: str) -> bool:
+        """Copy the image from the control host or another node; `pulled` is the failed pull's error + "; "."""
+        name, image = str(container.get("name", "")), str(container.get("image", ""))
+        try:
+            copied = copier.copy(self.runtime, image, node=self.ctx.node_name)
+        except RuntimeError_ as error:
+            return self._pull_failed(container, kind, key, f"{pulled}{error}")
+        self.ctx.backoff.clear(key)
+        if copied.source is None:
+            self._event("Normal", "Pulled", f'Container image "{image}" already present on machine', kind, name)
+        else:
+            self._event("Normal", "ImageCopied", f'Copied image "{image}" from {copied.source} in '
+                                                 f"{copied.seconds:.3f}s", kind, name)
         return True
 
     # -- killing --------------------------------------------------------------------------

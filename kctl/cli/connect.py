@@ -13,6 +13,9 @@ from kctl.api.resources import ResourceType
 
 #: set by the root callback from --store
 STORE_PATH: str | None = None
+#: set by the root callback from --server / --identity: the control plane over SSH (kctl.api.remote)
+SERVER_URL: str | None = None
+IDENTITY: str | None = None
 
 
 def warn(message: str) -> None:
@@ -22,7 +25,11 @@ def warn(message: str) -> None:
 
 @lru_cache(maxsize=1)
 def api():
-    """The APIServer over the selected store (opened once per command)."""
+    """The APIServer over the selected store, or the control host's with --server (once per command)."""
+    if SERVER_URL:
+        from kctl.api.remote import RemoteAPIServer
+
+        return RemoteAPIServer(SERVER_URL, identity=IDENTITY, warn=warn)
     from kctl.api.apiserver import APIServer
     from kctl.api.store import Store
 

@@ -160,6 +160,9 @@ def daemon(
         "--node", help="Name this host registers as when the store has no Node (default: hostname).")] = None,
     podman_url: Annotated[Optional[str], typer.Option(
         "--podman-url", help="Podman API URL this host registers with (default: the local socket).")] = None,
+    image_source: Annotated[Optional[str], typer.Option(
+        "--image-source", help="Podman API URL of the control host's images, copied to nodes that lack one "
+                               "(default: the local socket that answers; none in node mode).")] = None,
     workers: Annotated[int, typer.Option("--workers", min=1, help="Pod sync threads per node.")] = 4,
     resync: Annotated[float, typer.Option("--resync", min=0.5, help="Seconds between full re-syncs of a pod.")] = 10.0,
     heartbeat: Annotated[float, typer.Option(
@@ -175,13 +178,22 @@ def daemon(
     controllers: Annotated[bool, typer.Option(
         "--controllers/--no-controllers",
         help="Run the controllers and the scheduler (while this daemon holds the leader Lease).")] = True,
+    agents: Annotated[bool, typer.Option(
+        "--agents/--no-agents",
+        help="Run node agents (--no-agents: controllers and scheduler only, as when nodes run in node mode).")] = True,
+    server: Annotated[Optional[str], typer.Option(
+        "--server", help="Node mode: run only --node's agent, on this host's Podman, for the control plane at "
+                         "ssh://user@host[:port]/path/kctl.db (as the global --server).")] = None,
+    identity: Annotated[Optional[str], typer.Option(
+        "--identity", help="SSH private key for --server (as the global --identity).")] = None,
     log_level: Annotated[LogLevel, typer.Option("--log-level", help="debug, info, warning or error.")] = LogLevel.info,
 ) -> None:
     """Run the node agents, controllers and scheduler in the foreground until SIGINT/SIGTERM.
 
     Registers this host as a Node when the store has none, then runs one agent per Node;
     controllers and scheduler act while this daemon holds the leader Lease. Stopping
-    leaves containers running.
+    leaves containers running. With --server (node mode, docs/node-mode.md) it runs only
+    this host's agent, against the local Podman, for a control plane reached over SSH.
     """
     from kctl.agent.agent import NodeAgentSupervisor
     from kctl.agent.backoff import Backoff
@@ -197,29 +209,48 @@ def daemon(
         except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
             raise typer.Exit(2) from None
-    if store:
+    if image_source and not image_source.startswith(("unix://", "ssh://")):
+        print(f"error: --image-source {image_source!r} is not a unix:// or ssh:// URL", file=sys.stderr)
+        raise typer.Exit(2)
+    if store and (server or connect.SERVER_URL):
+        print("error: --store and --server cannot be used together (the store is the control host's)",
+              file=sys.stderr)
+        raise typer.Exit(2)
+    if server or identity:
+        connect.SERVER_URL, connect.IDENTITY = server or connect.SERVER_URL, identity or connect.IDENTITY
+        connect.api.cache_clear()
+    elif store:
         connect.STORE_PATH = store
         connect.api.cache_clear()
+    node_mode = bool(connect.SERVER_URL)  # node mode: only this host's agent, no controllers
+    own_node = (node or socket.gethostname()) if node_mode else None
     api = connect.api()
     stop = threading.Event()
     previous = _install_signal_handlers(stop)
     services = LocalServices()
     supervisor = None
     plane = None
+    copier = None
     try:
-        nodes, _ = api.list(api.resource("nodes"))
-        if not nodes:
+        if node_mode or (agents and not api.list(api.resource("nodes"))[0]):
             try:
                 url = choose_local_url(podman_url, services)
             except Exception as exc:  # Podman missing, socket folder not writable...
                 print(f"error: no local Podman service: {exc}", file=sys.stderr)
                 raise typer.Exit(1) from None
-            register_node(api, node or socket.gethostname(), podman_url=url)
+            register_node(api, node or socket.gethostname(), podman_url=url, node_mode=node_mode)
+        from kctl.agent.images import daemon_image_copier
+
+        local = [url for url in (podman_url,) if url] + [f"unix://{path}" for path in local_sockets()]
+        sources = [image_source] if image_source else [] if node_mode else local
+        copier = daemon_image_copier(api, source_urls=sources, agents=lambda: supervisor.agents if supervisor else {})
         supervisor = NodeAgentSupervisor(api, runtime_for_node=make_runtime_factory(services), workers=workers,
-                                         resync=resync, heartbeat_interval=heartbeat,
+                                         image_copier=copier,
+                                         resync=resync, heartbeat_interval=heartbeat, own_node=own_node,
                                          backoff=Backoff(initial=backoff_initial, maximum=max(backoff_max, backoff_initial)))
-        supervisor.start()
-        if controllers:
+        if agents or node_mode:
+            supervisor.start()
+        if controllers and not node_mode:
             from kctl.controllers.controlplane import ControlPlane
 
             plane = ControlPlane(api, scheduler_config=config, event_ttl_seconds=event_ttl)
@@ -231,7 +262,11 @@ def daemon(
             plane.stop()
         if supervisor is not None:
             supervisor.stop()
+        if copier is not None:
+            copier.close()
         services.stop_all()
+        if node_mode:
+            api.close()  # the ssh connection to the control host
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     log.info("daemon stopped; containers left running")

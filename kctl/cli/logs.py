@@ -122,6 +122,16 @@ def _write(stream, data: bytes) -> None:
         stream.flush()
 
 
+def _on_server(args: list[str]) -> None:
+    """With --server: run this command on the control host, where the nodes' keys are; exit with its status."""
+    import subprocess
+
+    from kctl.api.remote import ssh_kctl_command
+
+    argv = ssh_kctl_command(connect.SERVER_URL, args, identity=connect.IDENTITY)
+    raise typer.Exit(subprocess.run(argv).returncode)
+
+
 def _fail(exc: Exception) -> typer.Exit:
     print(f"error: {exc}", file=sys.stderr)
     return typer.Exit(1)
@@ -139,6 +149,11 @@ def logs(
     namespace: NamespaceOpt = None,
 ) -> None:
     """Print the logs of a container in a pod."""
+    if connect.SERVER_URL:
+        _on_server(["logs", pod, "-n", connect.namespace_arg(namespace), f"--tail={tail}",
+                    *(["-c", container] if container else []), *(["--since", since] if since else []),
+                    *(["-f"] if follow else []), *(["-p"] if previous else []),
+                    *(["--timestamps"] if timestamps else [])])
     since_ts = None
     if since is not None:
         try:
@@ -182,6 +197,9 @@ def exec_(
 
     Usage: kctl exec POD [-c CONTAINER] [-i] -- COMMAND [ARGS...]
     """
+    if connect.SERVER_URL:
+        _on_server(["exec", pod, "-n", connect.namespace_arg(namespace), *(["-c", container] if container else []),
+                    *(["-i"] if stdin else []), "--", *command])
     from kctl.runtime.interface import RuntimeError_
 
     runtime = None

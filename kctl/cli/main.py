@@ -31,14 +31,20 @@ app = typer.Typer(
 def root(
     store: Annotated[Optional[str], typer.Option(
         "--store", envvar="KCTL_STORE", help="SQLite store file (default: $XDG_DATA_HOME/kctl/kctl.db).")] = None,
+    server: Annotated[Optional[str], typer.Option(
+        "--server", envvar="KCTL_SERVER",
+        help="Use the control plane at ssh://user@host[:port]/path/kctl.db instead of a local store.")] = None,
+    identity: Annotated[Optional[str], typer.Option(
+        "--identity", envvar="KCTL_SSH_IDENTITY", help="SSH private key for --server.")] = None,
 ) -> None:
     """kctl: Kubernetes-style Deployments, rolling updates and self-healing on Podman hosts."""
     connect.STORE_PATH = store
+    connect.SERVER_URL, connect.IDENTITY = server or None, identity or None
 
 
 def _register() -> None:
-    from kctl.cli import apply, daemon, get, logs, maintenance, modify, reference  # noqa: F401  (registers commands)
-    from kctl.cli import node, nodes, rollout, scale, wait  # noqa: F401  (registers commands)
+    from kctl.cli import apply, daemon, get, image, logs, maintenance, modify, reference  # noqa: F401  (registers commands)
+    from kctl.cli import node, nodes, rollout, scale, serve, wait  # noqa: F401  (registers commands)
 
 
 EXIT_INTERNAL = 1

@@ -11,7 +11,7 @@ exists after a restart, and never touches what it did not make.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Protocol
+from typing import Iterable, Iterator, Protocol
 
 LABEL_MANAGED = "io.kctl.managed"          # "true" on every pod, container and volume kctl makes
 LABEL_POD_UID = "io.kctl.pod.uid"
@@ -142,6 +142,15 @@ class ExecResult:
     stderr: bytes
 
 
+@dataclass(frozen=True)
+class RegistryAuth:
+    """Credentials for one registry (from a pod's imagePullSecrets); repr never shows them."""
+
+    username: str = field(repr=False)
+    password: str = field(repr=False)
+    registry: str = ""
+
+
 class Runtime(Protocol):
     """The container runtime of one host. Calls are blocking and thread-safe."""
 
@@ -162,8 +171,10 @@ class Runtime(Protocol):
 
     # images
     def image_present(self, ref: str) -> bool: ...
-    def pull_image(self, ref: str) -> None: ...             # ImageNotFound when it cannot
+    def pull_image(self, ref: str, *, auth: RegistryAuth | None = None) -> None: ...  # ImageNotFound when it cannot
     def list_images(self) -> list[ImageInfo]: ...
+    def save_image(self, ref: str) -> Iterator[bytes]: ...  # a docker-archive tar, in chunks; ImageNotFound
+    def load_image(self, chunks: Iterable[bytes]) -> list[str]: ...  # load such a tar; the names it gave
 
     # volumes
     def list_volumes(self, labels: dict[str, str]) -> list[str]: ...

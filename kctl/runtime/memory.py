@@ -49,6 +49,7 @@ from kctl.runtime.interface import (
     NotFoundInRuntime,
     PodSandbox,
     PodSandboxSpec,
+    RegistryAuth,
     RuntimeError_,
 )
 
@@ -59,6 +60,7 @@ _SCRIPT_END = re.compile(
     r"(?:^|[\s;&|(])(?:sleep\s+(?P<sleep>\d+(?:\.\d+)?)\s*(?:;|&&)\s*)?exit\s+(?P<code>\d+)\s*$"
     r"|(?:^|[\s;&|(])sleep\s+(?P<only_sleep>\d+(?:\.\d+)?)\s*$")
 _TRUE = ("true", "/bin/true", "/usr/bin/true")
+_ARCHIVE_MAGIC = b"memory-image-archive\n"  # what save_image's stand-in archive starts with
 _FALSE = ("false", "/bin/false", "/usr/bin/false")
 
 ExecHook = Callable[[ContainerState, list[str]], "ExecResult | int | None"]
@@ -343,8 +345,8 @@ class MemoryRuntime:
         with self._lock:
             return ref in self.images
 
-    def pull_image(self, ref: str) -> None:
-        self._record("pull_image", ref)
+    def pull_image(self, ref: str, *, auth: RegistryAuth | None = None) -> None:
+        self._record("pull_image", ref, *((auth,) if auth is not None else ()))
         with self._lock:
             if ref not in self.pullable:
                 raise ImageNotFound(f"pull image {ref}: initializing source docker://{ref}: "
@@ -355,6 +357,24 @@ class MemoryRuntime:
         self._record("list_images")
         with self._lock:
             return [ImageInfo(id=self._image_id(ref), names=(ref,)) for ref in sorted(self.images)]
+
+    def save_image(self, ref: str) -> Iterator[bytes]:
+        """A stand-in archive of the image, in two chunks, that load_image understands."""
+        self._record("save_image", ref)
+        with self._lock:
+            if ref not in self.images:
+                raise ImageNotFound(f"save image {ref}: {ref}: image not known")
+        return iter([_ARCHIVE_MAGIC, ref.encode()])
+
+    def load_image(self, chunks: Iterable[bytes]) -> list[str]:
+        data = b"".join(chunks)
+        self._record("load_image")
+        if not data.startswith(_ARCHIVE_MAGIC) or len(data) == len(_ARCHIVE_MAGIC):
+            raise RuntimeError_("load image: not an image archive")
+        name = data[len(_ARCHIVE_MAGIC):].decode()
+        with self._lock:
+            self.images.add(name)
+        return [name]
 
     # -- volumes --------------------------------------------------------------------------
 

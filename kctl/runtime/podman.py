@@ -16,6 +16,7 @@ one-line message.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime as dt
 import io
@@ -33,7 +34,7 @@ import threading
 import time
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import requests
 from podman import PodmanClient
@@ -52,6 +53,7 @@ from kctl.runtime.interface import (
     NotFoundInRuntime,
     PodSandbox,
     PodSandboxSpec,
+    RegistryAuth,
     RuntimeError_,
 )
 
@@ -60,6 +62,8 @@ MIN_CPU_QUOTA_US = 1_000         # the kernel refuses smaller quotas
 STOP_HTTP_SLACK = 15.0           # seconds a stop call may take beyond its own timeout
 EXEC_EXIT_WAIT = 2.0             # seconds to wait for an exec session to record its exit code
 ZERO_TIME_PREFIX = "0001-01-01"  # Go's zero time: "never"
+IMAGE_CHUNK = 1 << 20            # bytes per chunk of an image streamed by save_image
+IMAGE_TRANSFER_TIMEOUT = 600.0   # seconds an image save or load may go without a byte moving
 _TIMESTAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:\d\d)?$")
 
 _STATE_MAP = {
@@ -232,6 +236,27 @@ def _resource_limits(spec: ContainerSpec) -> dict[str, Any]:
     if spec.memory_limit_bytes:
         limits["memory"] = {"limit": spec.memory_limit_bytes}
     return limits
+
+
+def registry_auth_header(auth: RegistryAuth) -> str:
+    """The X-Registry-Auth header of a pull (podman-py's encode_auth_header): base64url JSON."""
+    body = {"username": auth.username, "password": auth.password}
+    if auth.registry:
+        body["serveraddress"] = auth.registry
+    return base64.urlsafe_b64encode(json.dumps(body).encode()).decode()
+
+
+def saved_name(tags: list[str], ref: str) -> str:
+    """The name to save an image under for `ref`: ref itself, the tag a short ref stands for
+    (busybox:demo for localhost/busybox:demo), else the image's first tag; "" when it has none."""
+    if ref in tags:
+        return ref
+    last = ref.rsplit("/", 1)[-1]
+    wanted = ref if ":" in last or "@" in ref else f"{ref}:latest"
+    for tag in tags:
+        if tag == wanted or tag.endswith("/" + wanted):
+            return tag
+    return tags[0] if tags else ""
 
 
 def safe_join(base: str, relative: str) -> str:
@@ -715,8 +740,8 @@ class PodmanRuntime:
             response.raise_for_status()
             return True
 
-    def pull_image(self, ref: str) -> None:
-        """Pull `ref`; ImageNotFound when it cannot be pulled.
+    def pull_image(self, ref: str, *, auth: RegistryAuth | None = None) -> None:
+        """Pull `ref` (with `auth`, sent as X-Registry-Auth); ImageNotFound when it cannot be pulled.
 
         A `localhost/` image is built on its host and never pulled: when absent it fails
         at once instead of after Podman's 3 s of trying https://localhost.
@@ -726,8 +751,9 @@ class PodmanRuntime:
                 raise ImageNotFound(f"image {ref} is not on the host (localhost/ images are built there, not pulled)")
             return
         with _calling(f"pull image {ref}"):
+            headers = {"X-Registry-Auth": registry_auth_header(auth)} if auth is not None else None
             response = self._api().post("/images/pull", params={"reference": ref, "policy": "always"},
-                                        stream=True, timeout=(self._timeout, self._timeout))
+                                        headers=headers, stream=True, timeout=(self._timeout, self._timeout))
             response.raise_for_status()
             try:
                 for line in response.iter_lines():
@@ -742,6 +768,35 @@ class PodmanRuntime:
             images = self._get("/images/json") or []
         return [ImageInfo(id=image["Id"], names=tuple(image.get("RepoTags") or image.get("Names") or ()),
                           size=int(image.get("Size", 0) or 0)) for image in images]
+
+    def save_image(self, ref: str) -> Iterator[bytes]:
+        """The image as a docker-archive tar carrying its name, streamed in chunks (never whole
+        in memory); ImageNotFound when the host lacks it. Podman writes the archive first."""
+        what = f"save image {ref}"
+        with _calling(what):
+            inspect = self._get(f"/images/{ref}/json")
+            name = saved_name([str(tag) for tag in inspect.get("RepoTags") or ()], ref) or inspect["Id"]
+            response = self._api().get(f"/images/{name}/get", params={"format": "docker-archive"},
+                                       stream=True, timeout=(self._timeout, IMAGE_TRANSFER_TIMEOUT))
+            response.raise_for_status()
+        return self._image_chunks(response, what)
+
+    @staticmethod
+    def _image_chunks(response: Any, what: str) -> Iterator[bytes]:
+        try:
+            with _calling(what):
+                yield from response.iter_content(chunk_size=IMAGE_CHUNK)
+        finally:
+            response.close()
+
+    def load_image(self, chunks: Iterable[bytes]) -> list[str]:
+        """Load a docker-archive tar sent as it comes from `chunks` (chunked upload); the names it gave."""
+        with _calling("load image"):
+            response = self._api().post("/images/load", data=iter(chunks),
+                                        headers={"Content-Type": "application/x-tar"},
+                                        timeout=(self._timeout, IMAGE_TRANSFER_TIMEOUT))
+            response.raise_for_status()
+            return [str(name) for name in (response.json() or {}).get("Names") or ()]
 
     # -- volumes
 

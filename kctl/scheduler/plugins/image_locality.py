@@ -18,7 +18,9 @@ MAX_CONTAINER_THRESHOLD = 1000 * MB
 
 
 def normalized_image_names(image: str) -> tuple[str, ...]:
-    """The names a node may list the image under: as written, with ":latest", with docker.io/library/."""
+    """The names a node may list the image under: as written, with ":latest", with docker.io/library/,
+    and, for a name without a registry, with localhost/ (Podman resolves a short name to a local
+    localhost/ image first: busybox:demo runs localhost/busybox:demo, a deviation from Kubernetes)."""
     name = image
     last = name.rsplit("/", 1)[-1]
     if "@" not in name and ":" not in last:
@@ -26,9 +28,9 @@ def normalized_image_names(image: str) -> tuple[str, ...]:
     names = [image, name]
     first = name.split("/", 1)[0]
     if "/" not in name:
-        names.append(f"docker.io/library/{name}")
+        names += [f"docker.io/library/{name}", f"localhost/{name}"]
     elif "." not in first and ":" not in first and first != "localhost":
-        names.append(f"docker.io/{name}")
+        names += [f"docker.io/{name}", f"localhost/{name}"]
     return tuple(dict.fromkeys(names))
 
 

@@ -11,11 +11,12 @@ MB = 1024 * 1024
 
 
 @pytest.mark.parametrize("image,expected", [
-    ("nginx", ("nginx", "nginx:latest", "docker.io/library/nginx:latest")),
-    ("nginx:1.25", ("nginx:1.25", "docker.io/library/nginx:1.25")),
+    ("nginx", ("nginx", "nginx:latest", "docker.io/library/nginx:latest", "localhost/nginx:latest")),
+    ("nginx:1.25", ("nginx:1.25", "docker.io/library/nginx:1.25", "localhost/nginx:1.25")),
     ("quay.io/x/y:2", ("quay.io/x/y:2",)),
-    ("me/app", ("me/app", "me/app:latest", "docker.io/me/app:latest")),
-], ids=["bare", "tagged", "registry", "docker-hub-user"])
+    ("me/app", ("me/app", "me/app:latest", "docker.io/me/app:latest", "localhost/me/app:latest")),
+    ("localhost/busybox:demo", ("localhost/busybox:demo",)),
+], ids=["bare", "tagged", "registry", "docker-hub-user", "localhost"])
 def test_normalized_names(image, expected):
     """An image is looked up under the names a node may list it by."""
     assert normalized_image_names(image) == expected
@@ -30,6 +31,13 @@ def test_node_with_image_wins():
     """A 500 MB image present on one of two nodes gives that node a score, the other 0."""
     nodes = [make_node("has", images=[("docker.io/library/nginx:latest", 500 * MB)]), make_node("lacks")]
     scores = _scores(nodes, "nginx")
+    assert scores["lacks"] == 0 and scores["has"] > 0
+
+
+def test_short_name_matches_a_locally_built_image():
+    """busybox:demo in a pod is the localhost/busybox:demo a node lists (Podman's short-name lookup)."""
+    nodes = [make_node("has", images=[("localhost/busybox:demo", 500 * MB)]), make_node("lacks")]
+    scores = _scores(nodes, "busybox:demo")
     assert scores["lacks"] == 0 and scores["has"] > 0
 
 

@@ -1,0 +1,46 @@
+"""`kctl serve --stdio`: the control host's end of `kctl --server ssh://...` (and of node mode).
+
+The client's ssh runs this on the control host; it serves the API over the store
+(`--store`, else the global --store/$KCTL_STORE, else the default), which must exist, on
+stdin/stdout in the JSON-lines protocol of kctl.api.wire until stdin ends. Not meant to be typed by hand, so
+it is hidden from `kctl --help`; docs/node-mode.md describes it.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from kctl.cli import connect
+from kctl.cli.main import app
+
+
+@app.command(hidden=True)
+def serve(
+    stdio: Annotated[bool, typer.Option("--stdio", help="Serve on stdin/stdout (the only transport).")] = False,
+    store: Annotated[Optional[str], typer.Option("--store", help="SQLite store file (as the global --store).")] = None,
+) -> None:
+    """Serve the API on stdin/stdout for `kctl --server ssh://...`; ssh runs it, not a person.
+
+    Reads one JSON request per line and writes one JSON response (or watch event) per line,
+    until stdin ends. Log lines go to stderr.
+    """
+    if not stdio:
+        print("error: kctl serve needs --stdio (it is started by `kctl --server ssh://...` through ssh)",
+              file=sys.stderr)
+        raise typer.Exit(2)
+    import logging
+    from pathlib import Path
+
+    from kctl.api.serve import serve_stdio
+    from kctl.api.store import default_path
+
+    path = Path(store or connect.STORE_PATH or default_path())
+    if not path.exists():  # a typo in a --server URL must not start a new, empty cluster
+        print(f"error: no kctl store at {path} on the control host (check the path in --server, or run "
+              "`kctl daemon` there first)", file=sys.stderr)
+        raise typer.Exit(1)
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="kctl serve: %(levelname)s %(message)s")
+    serve_stdio(str(path))
