@@ -175,6 +175,12 @@ def daemon(
         "--scheduler-config", help="Scheduler config file (KubeSchedulerConfiguration-shaped YAML).")] = None,
     event_ttl: Annotated[float, typer.Option(
         "--event-ttl", min=1.0, help="Seconds an Event is kept after it was last seen.")] = 3600.0,
+    node_monitor_grace_period: Annotated[float, typer.Option(
+        "--node-monitor-grace-period", min=1.0,
+        help="Seconds a node may go without renewing its Lease before it is marked Unknown and tainted.")] = 40.0,
+    default_toleration_seconds: Annotated[float, typer.Option(
+        "--default-toleration-seconds", min=0.0,
+        help="Seconds pods without their own not-ready/unreachable toleration stay on such a node.")] = 300.0,
     controllers: Annotated[bool, typer.Option(
         "--controllers/--no-controllers",
         help="Run the controllers and the scheduler (while this daemon holds the leader Lease).")] = True,
@@ -253,7 +259,9 @@ def daemon(
         if controllers and not node_mode:
             from kctl.controllers.controlplane import ControlPlane
 
-            plane = ControlPlane(api, scheduler_config=config, event_ttl_seconds=event_ttl)
+            plane = ControlPlane(api, scheduler_config=config, event_ttl_seconds=event_ttl,
+                                 node_monitor_grace_period=node_monitor_grace_period,
+                                 default_toleration_seconds=default_toleration_seconds)
             plane.start()
         log.info("daemon running (store %s); SIGINT or SIGTERM stops it", api.store.path)
         stop.wait()

@@ -18,21 +18,30 @@ from kctl.controllers.manager import ControllerManager
 log = logging.getLogger("kctl.controlplane")
 
 
-def all_controllers(*, event_ttl_seconds: float) -> list:
+def all_controllers(*, event_ttl_seconds: float, node_monitor_grace_period: float = 40.0,
+                    default_toleration_seconds: float = 300.0) -> list:
     """Every controller kctl has, in the order their queues are made."""
-    return [*replicaset.controllers(), *deployment.controllers(), *job.controllers(), *cronjob.controllers(),
-            *lifecycle.lifecycle_controllers(event_ttl_seconds=event_ttl_seconds)]
+    from kctl.controllers import ttlafterfinished
+    from kctl.controllers.nodelifecycle import node_lifecycle_controllers
+
+    return [*replicaset.controllers(), *deployment.controllers(), *job.controllers(),
+            *ttlafterfinished.controllers(), *cronjob.controllers(),
+            *lifecycle.lifecycle_controllers(event_ttl_seconds=event_ttl_seconds),
+            *node_lifecycle_controllers(node_monitor_grace_period=node_monitor_grace_period,
+                                        default_toleration_seconds=default_toleration_seconds)]
 
 
 class ControlPlane:
     """Controllers and scheduler, acting only while this process leads (see the module doc)."""
 
     def __init__(self, api, *, scheduler_config=None, event_ttl_seconds: float = 3600.0,
+                 node_monitor_grace_period: float = 40.0, default_toleration_seconds: float = 300.0,
                  workers: int = 2, leader_election: bool = True) -> None:
         self.api = api
         self.scheduler_config = scheduler_config
-        self.manager = ControllerManager(api, all_controllers(event_ttl_seconds=event_ttl_seconds),
-                                         workers=workers, leader_election=leader_election)
+        self.manager = ControllerManager(api, all_controllers(
+            event_ttl_seconds=event_ttl_seconds, node_monitor_grace_period=node_monitor_grace_period,
+            default_toleration_seconds=default_toleration_seconds), workers=workers, leader_election=leader_election)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -58,7 +67,8 @@ class ControlPlane:
             if not self.manager.wait_until_running(timeout=1.0):
                 continue
             term = threading.Event()
-            scheduler = Scheduler(self.api, config=config)
+            # the term's shared informers: one cache of Nodes and Pods, not a second copy (None: own watch)
+            scheduler = Scheduler(self.api, config=config, informers=self.manager.informers)
             runner = threading.Thread(target=scheduler.run, args=(term,), name="kctl-scheduler", daemon=True)
             runner.start()
             log.info("scheduler running (this daemon leads)")

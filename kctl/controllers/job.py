@@ -18,11 +18,16 @@ NonIndexed completion mode only). For each Job key it:
   ownerReference) after an exponential back-off from the last failure (10 s doubling,
   capped at 6 minutes; `JobSettings`), guarded by expectations so a stale cache never
   makes it create twice;
+- while spec.suspend is true, deletes its active pods and creates none, with condition
+  Suspended=True (reason JobSuspended); on resume the condition turns False (JobResumed)
+  and startTime is reset to now, so activeDeadlineSeconds counts only unsuspended time
+  (a Job created suspended has no startTime until it is resumed);
 - always recomputes and writes status, and requeues itself at the deadline or at the end
   of the back-off (no polling).
 
+ttlSecondsAfterFinished is kctl/controllers/ttlafterfinished.py's work.
 Not done (say so rather than half-do it): completionMode Indexed (refused with a Warning
-event), suspend, ttlSecondsAfterFinished, podFailurePolicy, the job-tracking finalizer
+event), podFailurePolicy, the job-tracking finalizer
 (counts come from the pods that still exist, kept monotonic through the old status), and
 adoption of orphan pods by selector. The pure decisions (`job_counts`, `wanted_active`,
 `backoff_remaining`, `failure_reason`, ...) are module functions the tests use alone.
@@ -186,6 +191,22 @@ def with_condition(conditions: Sequence[dict], type_: str, reason: str, message:
     return [c for c in conditions if c.get("type") != type_] + [new]
 
 
+def with_condition_false(conditions: Sequence[dict], type_: str, reason: str, message: str,
+                         now: dt.datetime) -> list[dict]:
+    """The conditions with a True `type_` turned False (unchanged when there is none, as Kubernetes does)."""
+    if not any(c.get("type") == type_ and c.get("status") == "True" for c in conditions):
+        return list(conditions)
+    stamp = format_time(now)
+    new = {"type": type_, "status": "False", "lastProbeTime": stamp, "lastTransitionTime": stamp,
+           "reason": reason, "message": message}
+    return [new if c.get("type") == type_ else c for c in conditions]
+
+
+def is_suspended(conditions: Sequence[dict]) -> bool:
+    """The Job's Suspended condition is True."""
+    return any(c.get("type") == "Suspended" and c.get("status") == "True" for c in conditions)
+
+
 # -- the controller ---------------------------------------------------------------------------
 
 class JobController:
@@ -283,12 +304,17 @@ class JobController:
         pods = [p for p in self.pods.by_index("owner", uid) if (controller_ref(p) or {}).get("uid") == uid]
         counts = job_counts(job, pods)
         old = job.get("status") or {}
-        start = parse_time(old.get("startTime")) or now
-        status: dict = {"startTime": format_time(start)}
         conditions = list(old.get("conditions") or ())
+        suspended = bool(spec.get("suspend"))
+        resumed = not suspended and is_suspended(conditions)
+        # startTime: unset while created suspended, reset on resume (the deadline counts active time only)
+        start = parse_time(old.get("startTime"))
+        if resumed or (start is None and not suspended):
+            start = now
+        status: dict = {} if start is None else {"startTime": format_time(start)}
         active = [p for p in pods if pod_active(p)]
         requeue: float | None = None
-        failure = failure_reason(spec, counts, start, now)
+        failure = failure_reason(spec, counts, None if suspended else start, now)
         if failure is not None:
             reason, message = failure
             self._delete_pods(key, job, active)
@@ -302,7 +328,17 @@ class JobController:
             conditions = with_condition(conditions, "Complete", "", "", now)
             status["completionTime"] = format_time(now)
             self._event(job, "Normal", "Completed", "Job completed")
+        elif suspended:
+            if active and self.expectations.satisfied(key):
+                self._delete_pods(key, job, active)
+                counts = JobCounts(active=0, succeeded=counts.succeeded, failed=counts.failed, ready=0)
+            if not is_suspended(conditions):
+                conditions = with_condition(conditions, "Suspended", "JobSuspended", "Job suspended", now)
+                self._event(job, "Normal", "Suspended", "Job suspended")
         else:
+            if resumed:
+                conditions = with_condition_false(conditions, "Suspended", "JobResumed", "Job resumed", now)
+                self._event(job, "Normal", "Resumed", "Job resumed")
             if self.expectations.satisfied(key):
                 requeue = self._manage(key, job, spec, counts, active, pods, now)
             deadline = spec.get("activeDeadlineSeconds")
@@ -398,4 +434,4 @@ def controllers() -> list:
 
 __all__ = ["DEFAULT_BACKOFF_LIMIT", "JobController", "JobCounts", "JobSettings", "backoff_delay",
            "backoff_remaining", "controllers", "failure_reason", "finished_condition", "is_complete",
-           "job_counts", "job_pod", "wanted_active", "with_condition"]
+           "is_suspended", "job_counts", "job_pod", "wanted_active", "with_condition", "with_condition_false"]

@@ -83,7 +83,8 @@ def runtime(kctl, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("command, needles", [
     ("daemon", ["--node", "--podman-url", "--workers", "--log-level", "--backoff-initial", "--backoff-max",
-                "--scheduler-config", "--event-ttl", "--no-controllers"]),
+                "--scheduler-config", "--event-ttl", "--no-controllers", "--node-monitor-grace-period",
+                "--default-toleration-seconds"]),
     ("logs", ["--container", "--follow", "--tail", "--since", "--previous", "--timestamps"]),
     ("exec", ["--container", "--stdin", "--tty", "COMMAND"]),
 ], ids=["daemon", "logs", "exec"])
@@ -99,9 +100,12 @@ def test_help(kctl, command, needles):
     ["daemon", "--workers", "0"],
     ["daemon", "--log-level", "loud"],
     ["daemon", "--bogus"],
+    ["daemon", "--node-monitor-grace-period", "0"],
+    ["daemon", "--default-toleration-seconds", "-1"],
     ["logs"],
     ["exec", "web"],
-], ids=["workers-zero", "bad-log-level", "unknown-flag", "logs-no-pod", "exec-no-command"])
+], ids=["workers-zero", "bad-log-level", "unknown-flag", "grace-zero", "toleration-negative", "logs-no-pod",
+        "exec-no-command"])
 def test_bad_flags_are_usage_errors(kctl, args):
     """Bad or missing arguments exit 2 before anything runs."""
     assert kctl(*args).code == 2

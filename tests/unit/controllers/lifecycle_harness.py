@@ -7,6 +7,7 @@ a state; the wait's time limit only turns a hang into a failure, it asserts no t
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import threading
 import time
 from typing import Callable, Iterator, TypeVar
@@ -106,3 +107,29 @@ def fake_kubelet(api, nodes: list[str], **kwargs) -> Iterator[object]:
         stopper = getattr(kubelet, "stop", None)
         if callable(stopper):
             stopper()
+
+
+class FakeClock:
+    """A clock that moves only when told."""
+
+    def __init__(self, now: dt.datetime) -> None:
+        self.value = now
+
+    def __call__(self) -> float:
+        return self.value.timestamp()
+
+    def advance(self, seconds: float) -> None:
+        self.value += dt.timedelta(seconds=seconds)
+
+
+class Queue:
+    """Collects what a controller queues; the test calls reconcile itself."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    def add(self, key: str) -> None:
+        self.keys.append(key)
+
+    def add_after(self, key: str, delay: float) -> None:
+        self.keys.append(key)

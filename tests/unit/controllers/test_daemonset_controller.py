@@ -8,6 +8,7 @@ import pytest
 
 from lifecycle_harness import fake_kubelet, running, wait_for
 
+from kctl.api.errors import Conflict
 from kctl.controllers.daemonset import HASH_LABEL, DaemonSetController, template_hash
 
 
@@ -29,6 +30,18 @@ def live_pods(api, app: str = "agent") -> list[dict]:
 
 def placement(api, app: str = "agent") -> list[str]:
     return sorted(p["spec"]["nodeName"] for p in live_pods(api, app))
+
+
+def mark_failed(api, pod: dict) -> dict:
+    """Write phase Failed, retrying when the fake kubelet wrote the pod's status meanwhile."""
+    for _ in range(20):
+        failed = copy.deepcopy(api.get(api.resource("pods"), pod["metadata"]["name"], namespace="default"))
+        failed["status"] = {"phase": "Failed"}
+        try:
+            return api.update_status(failed)
+        except Conflict:
+            continue
+    raise AssertionError("could not mark the pod Failed: 20 conflicts")
 
 
 def add_node(api, name: str, *, labels: dict | None = None, taints: list | None = None) -> dict:
@@ -189,8 +202,6 @@ def test_adopts_orphans_and_replaces_failed_pods(api):
             adopted = api.get(api.resource("pods"), "hand-made", namespace="default")
             assert adopted["metadata"]["ownerReferences"][0]["kind"] == "DaemonSet"
             assert adopted["metadata"]["uid"] == orphan["metadata"]["uid"]
-            failed = copy.deepcopy(next(p for p in live_pods(api) if p["spec"]["nodeName"] == "n2"))
-            failed["status"] = {"phase": "Failed"}
-            api.update_status(failed)
+            failed = mark_failed(api, next(p for p in live_pods(api) if p["spec"]["nodeName"] == "n2"))
             wait_for(lambda: "n2" in placement(api) and failed["metadata"]["name"] not in
                      [p["metadata"]["name"] for p in live_pods(api)], what="failed pod replaced")

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from lifecycle_harness import exists, running, wait_for
+from lifecycle_harness import FakeClock, Queue, exists, running, wait_for
 
 from kctl.api import events
 from kctl.controllers.base import ControllerContext, Recorder
@@ -34,18 +34,6 @@ def test_last_seen(event, expected):
     assert last_seen(event) == expected
 
 
-class FakeClock:
-    """A clock that moves only when told."""
-
-    def __init__(self, now: dt.datetime) -> None:
-        self.value = now
-
-    def __call__(self) -> float:
-        return self.value.timestamp()
-
-    def advance(self, seconds: float) -> None:
-        self.value += dt.timedelta(seconds=seconds)
-
 
 def make_event(api, name: str, *, first: dt.datetime, last: dt.datetime, count: int = 1) -> dict:
     return api.create({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "default"},
@@ -62,24 +50,12 @@ def ttl_controller(api):
     informers = InformerFactory(api)
     ctx = ControllerContext(api=api, informers=informers, recorder=Recorder(api, component="test"), clock=clock)
     controller = EventTTLController(settings=EventTTLSettings(ttl_seconds=3600))
-    controller.register(ctx, _Queue())
+    controller.register(ctx, Queue())
     controller.events.start(stop)
     wait_for(controller.events.has_synced, what="events informer synced")
     yield controller
     stop.set()
 
-
-class _Queue:
-    """Collects what the controller queues; the test calls reconcile itself."""
-
-    def __init__(self) -> None:
-        self.keys: list[str] = []
-
-    def add(self, key: str) -> None:
-        self.keys.append(key)
-
-    def add_after(self, key: str, delay: float) -> None:
-        self.keys.append(key)
 
 
 def test_events_expire_after_ttl(api, ttl_controller):

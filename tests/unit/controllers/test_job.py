@@ -265,3 +265,85 @@ def test_indexed_completion_mode_is_refused(api):
         created = api.create(job(completions=2, completionMode="Indexed"))
         wait_for(lambda: "UnsupportedCompletionMode" in reasons(api), what="the refusal event")
         assert job_pods(api, created) == []
+
+
+# -- suspend ----------------------------------------------------------------------------------
+
+def test_suspended_condition_helpers():
+    """Suspended=True is recognised; resuming turns it False, and does nothing when there is none."""
+    suspended = jc.with_condition([], "Suspended", "JobSuspended", "Job suspended", NOW)
+    assert jc.is_suspended(suspended) and not jc.is_suspended([])
+    resumed = jc.with_condition_false(suspended, "Suspended", "JobResumed", "Job resumed", NOW)
+    assert resumed == [{"type": "Suspended", "status": "False", "lastProbeTime": "2024-01-01T12:00:00Z",
+                        "lastTransitionTime": "2024-01-01T12:00:00Z", "reason": "JobResumed",
+                        "message": "Job resumed"}]
+    assert not jc.is_suspended(resumed)
+    assert jc.with_condition_false([], "Suspended", "JobResumed", "Job resumed", NOW) == []
+
+
+def set_suspend(api, value: bool, name: str = "pi") -> None:
+    """Flip spec.suspend, retrying when the controller's status write got there first."""
+    from kctl.api.errors import Conflict
+
+    for _ in range(20):
+        current = get_job(api, name)
+        current["spec"]["suspend"] = value
+        try:
+            api.update(current)
+            return
+        except Conflict:
+            continue
+    raise AssertionError("could not update the Job's suspend")
+
+
+def suspended_condition(api, name: str = "pi") -> dict | None:
+    return next((c for c in (get_job(api, name).get("status") or {}).get("conditions") or ()
+                 if c.get("type") == "Suspended"), None)
+
+
+def test_created_suspended_then_resumed(api):
+    """A Job created suspended makes no pods and has no startTime; resumed, it starts with startTime = now."""
+    from rollout_harness import wait_for
+
+    clock = FakeClock()
+    with job_cluster(api, clock):
+        created = api.create(job(completions=2, parallelism=2, exit_code=None, suspend=True))
+        wait_for(lambda: (suspended_condition(api) or {}).get("status") == "True", what="Suspended=True")
+        wait_for(lambda: "Suspended" in reasons(api), what="the Suspended event")
+        assert suspended_condition(api)["reason"] == "JobSuspended"
+        assert job_pods(api, created) == []
+        assert "startTime" not in get_job(api)["status"]
+        clock.advance(100)
+        set_suspend(api, False)
+        wait_for(lambda: (get_job(api).get("status") or {}).get("ready") == 2, what="2 running pods")
+        wait_for(lambda: "Resumed" in reasons(api), what="the Resumed event")
+        status = get_job(api)["status"]
+        assert suspended_condition(api)["status"] == "False" and suspended_condition(api)["reason"] == "JobResumed"
+        assert status["startTime"] == jc.format_time(NOW + dt.timedelta(seconds=100))
+
+
+def test_suspend_deletes_active_pods_and_stops_the_deadline(api):
+    """Suspending deletes the running pods and makes none; the deadline counts only from the resume."""
+    from rollout_harness import wait_for
+
+    clock = FakeClock()
+    with job_cluster(api, clock):
+        created = api.create(job(parallelism=2, exit_code=None, activeDeadlineSeconds=30))
+        wait_for(lambda: (get_job(api).get("status") or {}).get("ready") == 2, what="2 running pods")
+        set_suspend(api, True)
+        wait_for(lambda: (suspended_condition(api) or {}).get("status") == "True", what="Suspended=True")
+        wait_for(lambda: not job_pods(api, created), what="the active pods are deleted")
+        wait_for(lambda: (get_job(api).get("status") or {}).get("active") == 0, what="status active 0")
+        clock.advance(100)  # far past the deadline, but suspended
+        touch(api)
+        wait_for(lambda: "SuccessfulDelete" in reasons(api), what="the deletions recorded")
+        assert not condition(api, "Failed") and job_pods(api, created) == []
+        set_suspend(api, False)
+        wait_for(lambda: (get_job(api).get("status") or {}).get("ready") == 2, what="2 pods running again")
+        assert get_job(api)["status"]["startTime"] == jc.format_time(NOW + dt.timedelta(seconds=100))
+        assert not condition(api, "Failed"), "the deadline counts from the resume"
+        clock.advance(30)
+        touch(api)
+        failed = wait_for(lambda: condition(api, "Failed"), what="the Job fails at the deadline after resume")
+        assert failed["reason"] == "DeadlineExceeded"
+    assert get_job(api)["status"]["failed"] == 2, "pods deleted by the suspension are not failures"
