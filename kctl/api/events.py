@@ -2,9 +2,10 @@
 
 The node agent (kctl.agent.agent) records what it does to pods ("Pulled", "Started",
 "BackOff", ...) and controllers record their decisions here too; `kctl describe` shows
-them. An Event repeated for the same object (same involvedObject uid, reason, message
-and source) is not stored again: the existing Event's `count` and `lastTimestamp` are
-bumped, as Kubernetes' event correlator does.
+them. An Event this process repeats for the same object (same involvedObject uid,
+reason, message and source) is not stored again: the existing Event's `count` and
+`lastTimestamp` are bumped, as Kubernetes' event correlator does, from an in-memory
+index (never by listing the namespace's Events).
 
 `record` never raises: an Event is best effort, and failing to write one must not stop
 the work it reports (the failure is logged).
@@ -123,27 +124,23 @@ def _record(api, involved: dict, *, type: str, reason: str, message: str, compon
 
 
 def _find(api, rt, key: _Key) -> dict | None:
-    """The stored Event for `key`: through the index, else by a field-selected list."""
-    _, namespace, uid, reason, message, component, host, field_path = key
-    name = _INDEX.get(key)
-    if name is not None:
-        try:
-            event = api.get(rt, name, namespace=namespace)
-            if _matches(event, key):
-                return event
-        except NotFound:
-            pass
-        _INDEX.drop(key)
-    if not uid:
-        return None
-    from kctl.api.selectors import parse_field_selector
+    """The stored Event for `key`, if this process recorded it and it still exists.
 
-    selector = parse_field_selector(f"involvedObject.uid={uid},reason={reason}", kind="Event")
-    events, _ = api.list(rt, namespace=namespace, field_selector=selector)
-    for event in events:
+    Only the process-local index is consulted, never a list of the namespace's Events: a
+    list costs time in proportion to the Events stored and sat on every controller's
+    critical path. As in client-go, whose correlator cache is in memory, an Event first
+    recorded by another process (or before a restart) gets a new Event, not a bump.
+    """
+    name = _INDEX.get(key)
+    if name is None:
+        return None
+    try:
+        event = api.get(rt, name, namespace=key[1])
         if _matches(event, key):
-            _INDEX.put(key, event["metadata"]["name"])
             return event
+    except NotFound:
+        pass
+    _INDEX.drop(key)
     return None
 
 
