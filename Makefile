@@ -6,13 +6,15 @@ STAMP  := $(VENV)/.installed
 # The demo uses its own store under .state/ unless KCTL_STORE says otherwise.
 export KCTL_STORE ?= $(CURDIR)/.state/kctl.db
 
-.PHONY: run test unit bench bench-agent schemas clean help system stop
+.PHONY: run test unit bench bench-agent schemas clean help system stop testbed-up testbed-down
 
 help:
 	@echo "make run    - install what is missing, start kctl daemon, apply examples/, show the web pod"
 	@echo "make stop   - delete the demo's objects and stop the daemon make run started"
 	@echo "make test   - install what is missing, run the whole test suite"
 	@echo "make bench  - run the benchmarks (figures go to docs/benchmarks.md)"
+	@echo "make testbed-up   - start 3 Podman hosts reached over SSH on this machine (network namespaces; root)"
+	@echo "make testbed-down - remove the test bed (its hosts, containers, links and folder)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,9 +44,17 @@ bench: $(STAMP)
 bench-agent: system $(STAMP)
 	$(BIN)/python benchmarks/agent.py
 
+# Several hosts on this machine for trying kctl's multi-host side (kctl/testing/testbed.py);
+# it prints the `kctl node add` lines. Its folder: .state/testbed.
+testbed-up: system $(STAMP)
+	$(BIN)/python -m kctl.testing.testbed up -n 3
+
+testbed-down: $(STAMP)
+	$(BIN)/python -m kctl.testing.testbed down
+
 schemas: $(STAMP)
 	$(BIN)/pip install --quiet kubernetes-validate
 	$(BIN)/python tools/gen_schemas.py
 
-clean: stop
+clean: stop testbed-down
 	rm -rf $(VENV) .state

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Installs what kctl's run and tests need from Debian, if missing: Podman (with runc,
-# since crun fails on hosts with hybrid cgroups), sshd for multi-host tests, and a static
-# busybox to build the demo image from. Also installs a containers.conf that works on
-# such hosts when the machine has none. Run as root (CI and `make` do).
+# since crun fails on hosts with hybrid cgroups, and what rootless Podman needs), sshd
+# for multi-host tests, and a static busybox to build the demo image from. Also installs
+# a containers.conf that works on such hosts when the machine has none. Run as root (CI
+# and `make` do).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
 command -v podman >/dev/null || need+=(podman)
 command -v runc >/dev/null || need+=(runc)
+# rootless Podman (docs/multi-host.md, tests/integration/agent/test_daemon_rootless.py):
+# newuidmap/newgidmap for the user namespace, slirp4netns for its pods' network
+command -v newuidmap >/dev/null || need+=(uidmap)
+command -v slirp4netns >/dev/null || need+=(slirp4netns)
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 [ -x /bin/busybox ] && /bin/busybox --list >/dev/null 2>&1 && ldd /bin/busybox 2>&1 | grep -q "not a dynamic" || need+=(busybox-static)
 command -v git >/dev/null || need+=(git)

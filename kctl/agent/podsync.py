@@ -571,12 +571,16 @@ class _PodSync:
 
     def _create(self, container: dict, kind: str, spec: ContainerSpec) -> str | None:
         name = str(container.get("name", ""))
+        warnings: list[str] = []
         try:
-            container_id = self.runtime.create_container(self.sandbox.id if self.sandbox else "", spec)
+            container_id = self.runtime.create_container(self.sandbox.id if self.sandbox else "", spec,
+                                                         warnings=warnings)
         except RuntimeError_ as error:
             self._creation_failed(container, kind, str(error))
             return None
         self._event("Normal", "Created", f"Created container {name}", kind, name)
+        for warning in warnings:  # e.g. limits that rootless Podman on cgroup v1 ignores
+            self._event("Warning", "RuntimeWarning", f"Podman: {warning}", kind, name)
         return container_id
 
     def _creation_failed(self, container: dict, kind: str, message: str) -> None:

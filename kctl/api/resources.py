@@ -86,6 +86,7 @@ BUILTIN: tuple[ResourceType, ...] = (
         has_status=False),
     _rt(KCTL_GROUP, "v1alpha1", "ValidatingAdmissionHook", "validatingadmissionhooks", False, "vhook",
         has_status=False),
+    _rt(KCTL_GROUP, "v1alpha1", "GitSource", "gitsources", True, "gs"),
 )
 
 

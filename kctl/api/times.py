@@ -1,9 +1,10 @@
 """Kubernetes' timestamps: RFC 3339 text (Time "2026-12-02T16:00:00Z", MicroTime with
-microseconds) to and from aware datetimes. One parser for every part of kctl."""
+microseconds) to and from aware datetimes. One parser for every part of kctl. Also Go durations ("1m30s"), as kubectl reads them."""
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 
 def parse_time(text: object) -> dt.datetime | None:
@@ -33,4 +34,22 @@ def to_datetime(seconds: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(seconds, dt.timezone.utc)
 
 
-__all__ = ["format_time", "parse_seconds", "parse_time", "to_datetime"]
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """Go's time.ParseDuration, in seconds: 10s, 5m, 1h30m, 1.5h, 500ms."""
+    if not text:
+        raise ValueError("empty duration")
+    pos, total = 0, 0.0
+    while pos < len(text):
+        match = _DURATION_PART.match(text, pos)
+        if match is None:
+            raise ValueError(f'time: invalid duration "{text}"')
+        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        pos = match.end()
+    return total
+
+
+__all__ = ["format_time", "parse_duration", "parse_seconds", "parse_time", "to_datetime"]

@@ -95,12 +95,23 @@ def apply(
     selector: Annotated[Optional[str], typer.Option("--selector", "-l", help="Label selector for --prune.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="With --prune: prune every previously applied object.")] = False,
     atomic: Annotated[bool, typer.Option(help="Write every document or none.")] = False,
+    watch: Annotated[bool, typer.Option(
+        "--watch", help="Then apply again (atomically) whenever the files change; Ctrl-C stops.")] = False,
+    debounce: Annotated[str, typer.Option(
+        help="With --watch: group file changes for up to this long (300ms, 1s).")] = "300ms",
 ) -> None:
     """Create or update objects from manifests (kubectl's three-way merge)."""
     mode = _dry_run_mode(dry_run)
     if prune and not selector and not all_:
         raise typer.BadParameter("all resources selected for prune without explicitly passing --all",
                                  param_hint="'--prune'")
+    if watch:
+        from kctl.cli.watch_apply import watch_apply
+
+        if mode:
+            raise typer.BadParameter("cannot be combined with --dry-run", param_hint="'--watch'")
+        raise typer.Exit(watch_apply(filename, recursive=recursive, namespace=namespace, prune=prune,
+                                     selector=selector, debounce=debounce))
     docs = _read(filename, recursive)
     if mode == "client":
         results = _client_dry_run(docs, namespace)
@@ -198,15 +209,24 @@ def diff(
     filename: FileOpt = [],
     recursive: RecursiveOpt = False,
     namespace: NamespaceOpt = None,
+    source: Annotated[Optional[str], typer.Option(
+        "--source", help="Diff against what this GitSource's current revision would apply (and prune).")] = None,
 ) -> None:
     """Show what `apply` would change, as a unified diff. Exit 0: none, 1: differences, >1: error."""
     import difflib
 
     from kctl.cli.yamlio import dump_yaml
 
-    docs = _read(filename, recursive)
+    pruned: list[dict] = []
+    if source:
+        from kctl.cli.sync import source_documents
+
+        docs, pruned = source_documents(source, namespace)
+    else:
+        docs = _read(filename, recursive)
     server = connect.api()
-    results = server.write_all([("apply", d.obj) for d in docs], namespace=namespace, dry_run=True)
+    results = server.write_all([("apply", d.obj) for d in docs], namespace=None if source else namespace,
+                               dry_run=True)
     differs, failed = False, 0
     for doc, result in zip(docs, results):
         if result.error is not None:
@@ -218,17 +238,29 @@ def diff(
         rt = server.resource_for(result.obj)
         meta = result.obj["metadata"]
         live = server.store.get(rt.group_kind, meta.get("namespace", ""), meta["name"])
-        label = ".".join(p for p in (rt.group, rt.version, rt.kind, meta.get("namespace", ""), meta["name"]) if p)
+        label = _diff_label(rt, meta)
         before = dump_yaml(_masked(live)).splitlines(keepends=True) if live else []
         after = dump_yaml(_masked(result.obj)).splitlines(keepends=True)
         lines = list(difflib.unified_diff(before, after, f"LIVE/{label}", f"MERGED/{label}"))
         if lines:
             differs = True
             sys.stdout.writelines(lines)
+    for live in pruned:  # what the source would prune: the live object against nothing
+        rt = server.resource_for(live)
+        meta = live["metadata"]
+        label = _diff_label(rt, meta)
+        differs = True
+        sys.stdout.writelines(difflib.unified_diff(dump_yaml(_masked(live)).splitlines(keepends=True), [],
+                                                   f"LIVE/{label}", f"MERGED/{label}"))
     if failed:
         raise typer.Exit(max(failed, 2))
     if differs:
         raise typer.Exit(1)
+
+
+def _diff_label(rt, meta: dict) -> str:
+    """kubectl diff's file name of an object: `apps.v1.Deployment.default.web`."""
+    return ".".join(p for p in (rt.group, rt.version, rt.kind, meta.get("namespace", ""), meta["name"]) if p)
 
 
 def _masked(obj: dict) -> dict:

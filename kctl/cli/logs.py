@@ -7,13 +7,13 @@ and the container by the labels the node agent puts on everything it creates (po
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from kctl.api.times import parse_duration
 from kctl.cli import connect
 from kctl.cli.main import app
 if TYPE_CHECKING:  # the runtime is imported by the commands only, to keep start-up quick
@@ -23,26 +23,8 @@ NamespaceOpt = Annotated[Optional[str], typer.Option("--namespace", "-n", help="
 ContainerOpt = Annotated[Optional[str], typer.Option("--container", "-c", help="Container name.")]
 
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
 class CommandError(Exception):
     """A problem worth one `error: ...` line (exit 1), as kubectl prints them."""
-
-
-def parse_duration(text: str) -> float:
-    """Go's time.ParseDuration, in seconds: 10s, 5m, 1h30m, 1.5h, 500ms."""
-    if not text:
-        raise ValueError("empty duration")
-    pos, total = 0, 0.0
-    while pos < len(text):
-        match = _DURATION_PART.match(text, pos)
-        if match is None:
-            raise ValueError(f'time: invalid duration "{text}"')
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-    return total
 
 
 def _runtime_for(node: dict):

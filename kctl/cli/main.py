@@ -45,6 +45,7 @@ def root(
 def _register() -> None:
     from kctl.cli import apply, daemon, get, image, logs, maintenance, modify, reference  # noqa: F401  (registers commands)
     from kctl.cli import node, nodes, rollout, scale, serve, wait  # noqa: F401  (registers commands)
+    from kctl.cli import sync  # noqa: F401  (registers commands)
 
 
 EXIT_INTERNAL = 1

@@ -544,6 +544,16 @@ def _hook_row(obj: dict, wide: bool, now: datetime) -> list[str]:
     return [meta.get("name", ""), policy, f"{timeout}s", age(meta.get("creationTimestamp"), now)]
 
 
+def _gitsource_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    from kctl.sync.reconcile import condition, short_revision
+
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    ready = condition(status.get("conditions"), "Ready") or {}
+    revision = status.get("lastAppliedRevision")
+    return [meta.get("name", ""), spec.get("url") or "", short_revision(revision) if revision else "<none>",
+            ready.get("status") or "Unknown", ready.get("message") or "", age(meta.get("creationTimestamp"), now)]
+
+
 def _generic_row(obj: dict, wide: bool, now: datetime) -> list[str]:
     meta = obj.get("metadata") or {}
     return [meta.get("name", ""), age(meta.get("creationTimestamp"), now)]
@@ -584,6 +594,7 @@ _TABLES: dict[str, _Table] = {
                                             _hook_row),
     "ValidatingAdmissionHook.kctl.io": _Table(("NAME", "FAILURE-POLICY", "TIMEOUT", "AGE"), (),
                                               _hook_row),
+    "GitSource.kctl.io": _Table(("NAME", "URL", "REVISION", "READY", "STATUS", "AGE"), (), _gitsource_row),
 }
 _EVENT_WIDE = ("LAST SEEN", "TYPE", "REASON", "OBJECT", "SUBOBJECT", "SOURCE", "MESSAGE",
                "FIRST SEEN", "COUNT", "NAME")

@@ -26,7 +26,7 @@ WEEK = 7 * 24 * 3600.0
 
 def parse_timeout(text: str, *, option: str = "--timeout") -> float:
     """A Go duration (`30s`, `1m30s`, `500ms`, `0`) or plain seconds; negative is a week, as kubectl."""
-    from kctl.cli.logs import parse_duration
+    from kctl.api.times import parse_duration
 
     text = text.strip()
     negative = text.startswith("-")

@@ -23,12 +23,14 @@ def all_controllers(*, event_ttl_seconds: float, node_monitor_grace_period: floa
     """Every controller kctl has, in the order their queues are made."""
     from kctl.controllers import ttlafterfinished
     from kctl.controllers.nodelifecycle import node_lifecycle_controllers
+    from kctl.sync.controller import controllers as sync_controllers
 
     return [*replicaset.controllers(), *deployment.controllers(), *job.controllers(),
             *ttlafterfinished.controllers(), *cronjob.controllers(),
             *lifecycle.lifecycle_controllers(event_ttl_seconds=event_ttl_seconds),
             *node_lifecycle_controllers(node_monitor_grace_period=node_monitor_grace_period,
-                                        default_toleration_seconds=default_toleration_seconds)]
+                                        default_toleration_seconds=default_toleration_seconds),
+            *sync_controllers()]
 
 
 class ControlPlane:

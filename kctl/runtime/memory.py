@@ -167,6 +167,7 @@ class MemoryRuntime:
         self.calls: list[tuple] = []
         self.ignores_sigterm: set[str] = set()       # container names (Pod spec) that ignore SIGTERM
         self.start_errors: dict[str, str] = {}       # container name (Pod spec) -> start error message
+        self.create_warnings: list[str] = []         # warnings every container creation returns
         self.exec_hook: ExecHook | None = None
         self.host_files: dict[str, tuple[bytes, int]] = {}  # written through host-path mounts
         self._exec_rules: list[_ExecRule] = []
@@ -276,7 +277,7 @@ class MemoryRuntime:
         with self._lock:
             return [self._state(c) for c in self._containers.values() if _labels_match(c.labels, labels)]
 
-    def create_container(self, pod_id: str, spec: ContainerSpec) -> str:
+    def create_container(self, pod_id: str, spec: ContainerSpec, *, warnings: list[str] | None = None) -> str:
         self._record("create_container", spec.name)
         with self._lock:
             if pod_id not in self._pods:
@@ -293,6 +294,8 @@ class MemoryRuntime:
                                    image_id=self._image_id(spec.image),
                                    planned=planned_exit([*(spec.entrypoint or []), *(spec.command or [])]))
             self._containers[container.id] = container
+            if warnings is not None:
+                warnings.extend(self.create_warnings)
             return container.id
 
     def start_container(self, container_id: str) -> None:

@@ -689,12 +689,20 @@ class PodmanRuntime:
                 result.append(self.inspect_container(entry["Id"]))
         return result
 
-    def create_container(self, pod_id: str, spec: ContainerSpec) -> str:
+    def create_container(self, pod_id: str, spec: ContainerSpec, *, warnings: list[str] | None = None) -> str:
+        """Create the container; Podman's warnings (settings it ignores) are appended to `warnings`.
+
+        Rootless Podman on cgroup v1, for one, creates the container but drops its
+        resource limits, and says so only in the response's "Warnings".
+        """
         with _calling(f"create container {spec.name}"):
             binds = {mount.target: self._bind_source(mount) for mount in spec.mounts
                      if mount.host_path or mount.sub_path}
             body = container_specgen(pod_id, spec, binds)
-            return str(self._post("/containers/create", body=body).json()["Id"])
+            created = self._post("/containers/create", body=body).json()
+            if warnings is not None:
+                warnings.extend(_one_line(str(text)) for text in created.get("Warnings") or ())
+            return str(created["Id"])
 
     def _bind_source(self, mount: Mount) -> str:
         """The host path bound for a host-path mount, or for a volume's sub_path."""

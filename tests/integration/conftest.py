@@ -10,6 +10,8 @@ mounted under the folder and deletes it, whatever the tests did.
 container and volume labelled io.kctl.managed=true, so tests do not leak into each other.
 
 Without podman installed these fixtures fail (they do not skip): `make test` installs it.
+The sshd config, key, unmount and leftover-process helpers are kctl.testing.testbed's,
+shared with the multi-host test bed (tests/e2e).
 """
 
 from __future__ import annotations
@@ -18,11 +20,9 @@ import contextlib
 import os
 import pwd
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
-import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,6 +34,8 @@ import pytest
 from kctl.runtime.interface import LABEL_MANAGED, RuntimeError_
 from kctl.runtime.podman import PodmanRuntime
 from kctl.runtime.service import LocalPodmanService, containers_conf_text
+from kctl.testing.testbed import (TestBedError, kill_processes_naming, make_key, sshd_config, unmount_under,
+                                  wait_for_port)
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_DEMO_IMAGE = REPO / "tools" / "build-demo-image.sh"
@@ -129,8 +131,8 @@ def _tear_down(folder: str, service: LocalPodmanService | None) -> None:
             _warn_about_leftovers(runtime)
             remove_everything(runtime, labels={})
         service.stop()
-    _kill_leftover_processes(folder)
-    _unmount_under(folder)
+    kill_processes_naming(folder)
+    unmount_under(folder)
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -142,31 +144,6 @@ def _warn_about_leftovers(runtime: PodmanRuntime) -> None:
                 + [f"volume {name}" for name in runtime.list_volumes({})])
         if left:
             warnings.warn(f"integration tests left behind: {', '.join(left)}", stacklevel=1)
-
-
-def _kill_leftover_processes(folder: str) -> None:
-    """SIGKILL, by PID, processes whose command line names our folder (conmon of our containers)."""
-    marker = folder.encode()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        with contextlib.suppress(OSError):
-            if marker in (entry / "cmdline").read_bytes():
-                os.kill(int(entry.name), signal.SIGKILL)
-
-
-def _unmount_under(folder: str) -> None:
-    """Unmount, deepest first, everything mounted under folder (overlay, shm, netns)."""
-    prefix = os.path.realpath(folder) + "/"
-    points = []
-    with open("/proc/self/mountinfo") as mountinfo:
-        for line in mountinfo:
-            point = line.split()[4].replace("\\040", " ")
-            if point.startswith(prefix):
-                points.append(point)
-    for point in sorted(points, key=len, reverse=True):
-        if subprocess.run(["umount", point], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "-l", point], capture_output=True)
 
 
 # -- a private sshd: this machine reached as a remote host -----------------------------------
@@ -195,23 +172,23 @@ def sshd() -> Iterator[SSHServer]:
     process: subprocess.Popen | None = None
     try:
         for name in ("host_key", "id_ed25519"):
-            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", f"{folder}/{name}"], check=True)
+            make_key(f"{folder}/{name}")
         shutil.copy(f"{folder}/id_ed25519.pub", f"{folder}/authorized_keys")
         os.chmod(f"{folder}/authorized_keys", 0o600)
         port = _free_port()
-        Path(f"{folder}/sshd_config").write_text("\n".join([
-            f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {folder}/host_key",
-            f"PidFile {folder}/sshd.pid", f"AuthorizedKeysFile {folder}/authorized_keys",
-            "PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no",
-            "PermitRootLogin prohibit-password", "AllowTcpForwarding yes", "AllowStreamLocalForwarding yes",
-            "LogLevel ERROR", ""]))
+        Path(f"{folder}/sshd_config").write_text(sshd_config(
+            listen="127.0.0.1", port=port, host_key=f"{folder}/host_key", pid_file=f"{folder}/sshd.pid",
+            authorized_keys=f"{folder}/authorized_keys"))
         host_key = Path(f"{folder}/host_key.pub").read_text().split()
         Path(f"{folder}/known_hosts").write_text(f"[127.0.0.1]:{port} {host_key[0]} {host_key[1]}\n")
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
         process = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", f"{folder}/sshd_config"],
                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                    stderr=open(f"{folder}/sshd.log", "wb"))
-        _wait_for_port(port, process, f"{folder}/sshd.log")
+        try:
+            wait_for_port("127.0.0.1", port, pid=process.pid, log=f"{folder}/sshd.log")
+        except TestBedError as error:
+            pytest.fail(str(error))
         yield SSHServer(host="127.0.0.1", port=port, user=pwd.getpwuid(os.getuid()).pw_name,
                         identity=f"{folder}/id_ed25519", known_hosts=f"{folder}/known_hosts", folder=folder)
     finally:
@@ -229,14 +206,3 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def _wait_for_port(port: int, process: subprocess.Popen, log: str, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"sshd exited: {Path(log).read_text(errors='replace').strip()}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-            return
-        time.sleep(0.05)
-    pytest.fail(f"sshd did not listen on port {port} within {timeout:g} s")

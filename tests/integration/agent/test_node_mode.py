@@ -60,13 +60,18 @@ def remote(sshd, store_file: Path, api) -> Remote:
 
 @dataclass
 class NodeModeDaemon(Daemon):
-    """`kctl daemon --server URL --node nm-node` on the private Podman (no --store: node mode)."""
+    """`kctl daemon --server URL --node nm-node` on the private Podman (no --store: node mode).
+
+    `prefix` runs it through another command (tests/e2e: nsenter into a test-bed host's network).
+    """
 
     server: str = ""
     env: dict = field(default_factory=dict)
+    node: str = NODE_MODE
+    prefix: tuple[str, ...] = ()
 
     def start(self) -> None:
-        argv = [sys.executable, "-m", "kctl", "daemon", "--server", self.server, "--node", NODE_MODE,
+        argv = [*self.prefix, sys.executable, "-m", "kctl", "daemon", "--server", self.server, "--node", self.node,
                 "--podman-url", self.url, "--resync", "1", "--heartbeat", "1", "--backoff-initial", "0.5",
                 "--backoff-max", "2", "--log-level", "debug"]
         with open(self.log, "ab") as log:

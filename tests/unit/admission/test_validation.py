@@ -154,6 +154,10 @@ VALID = {
     "CustomResourceDefinition": crd(),
     "MutatingAdmissionHook": hook("MutatingAdmissionHook"),
     "ValidatingAdmissionHook": hook("ValidatingAdmissionHook"),
+    "GitSource": {"apiVersion": "kctl.io/v1alpha1", "kind": "GitSource",
+                  "metadata": {"name": "apps", "namespace": "default"},
+                  "spec": {"url": "https://git.example.com/team/apps.git", "branch": "main", "path": "deploy",
+                           "interval": "1m", "prune": True, "dependsOn": [{"name": "infra"}]}},
 }
 
 

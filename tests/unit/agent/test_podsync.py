@@ -40,6 +40,16 @@ def test_new_pod_runs_and_is_ready(node: Harness) -> None:
     assert result.events[1].field_path == "spec.containers{app}"
 
 
+def test_runtime_warnings_become_warning_events(node: Harness) -> None:
+    """What Podman warns of when creating a container (limits it ignores, rootless on cgroup v1) is an event."""
+    node.runtime.create_warnings = ["Resource limits are not supported and ignored on cgroups V1 rootless systems"]
+    result = node.sync(make_pod(containers=[container("app")]))
+    warned = [e for e in result.events if e.reason == "RuntimeWarning"]
+    assert [(e.type, e.field_path) for e in warned] == [("Warning", "spec.containers{app}")]
+    assert warned[0].message == "Podman: Resource limits are not supported and ignored on cgroups V1 rootless systems"
+    assert result.status["phase"] == "Running"
+
+
 def test_objects_carry_kctl_labels(node: Harness) -> None:
     """Podman pod and containers carry the managed, pod and container labels, and unique names."""
     node.sync(make_pod(name="web", uid="abcdef12-3456"))
