@@ -222,6 +222,7 @@ class Heartbeat:
         self.before_ready = before_ready
         self.beats = 0
         self.answering: bool | None = None  # None: not asked yet
+        self.silence_reason = ""  # why the runtime last did not answer (logged when it changes)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -267,13 +268,15 @@ class Heartbeat:
         """Whether this beat renews the Lease: the runtime answers and, after silence, the fence ran."""
         answers = observed[2]
         if not answers:
-            if self.answering is not False:  # just stopped answering: say why, once
-                log.warning("node %s: %s; the Lease is not renewed until it answers", self.node_name, observed[3])
+            reason = observed[3]
+            if self.answering is not False or reason != self.silence_reason:  # say why, once per reason
+                log.warning("node %s: %s; the Lease is not renewed until it answers", self.node_name, reason)
+            if self.answering is not False:  # just stopped answering: post NotReady once, then silence
                 try:
                     self.post_status(observed, force=True)
                 except Exception as exc:
                     log.warning("node %s: cannot post status: %s", self.node_name, exc)
-            self.answering = False
+            self.answering, self.silence_reason = False, reason
             return False
         if not self.answering and self.before_ready is not None:
             try:

@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kctl.runtime.service import containers_conf_text, ping, service_command
-from kctl.testing.testbed import (BUILD_DEMO_IMAGE, PODMAN_TIMEOUT, SSHD, START_TIMEOUT, TestBedError, _log_tail,
-                                  _run, _stop_pids, alive, make_key, sshd_config, unmount_under, wait_for_port)
+from kctl.testing.testbed import (BUILD_DEMO_IMAGE, PODMAN_TIMEOUT, SSHD, START_TIMEOUT, TestBedError, alive, log_tail,
+                                  make_key, run_command, sshd_config, stop_pids, unmount_under, wait_for_port)
 
 TUN = "/dev/net/tun"
 SUBID_FILES = ("/etc/subuid", "/etc/subgid")
@@ -96,7 +96,7 @@ class RootlessHost:
             self._make_user()
             self._make_tun_usable()
             self._start_podman()
-            _run([str(BUILD_DEMO_IMAGE), "--url", f"unix://{self.socket}"], timeout=PODMAN_TIMEOUT)
+            run_command([str(BUILD_DEMO_IMAGE), "--url", f"unix://{self.socket}"], timeout=PODMAN_TIMEOUT)
             self._start_sshd()
         except BaseException:
             self.down()
@@ -104,12 +104,12 @@ class RootlessHost:
         return self
 
     def _make_user(self) -> None:
-        _run(["useradd", "--create-home", "--shell", "/bin/sh", "--password", "*", self.user])
+        run_command(["useradd", "--create-home", "--shell", "/bin/sh", "--password", "*", self.user])
         entry = pwd.getpwnam(self.user)
         self.uid, self.gid, self.home = entry.pw_uid, entry.pw_gid, entry.pw_dir
         if self._subids() is None:
             start = max([end for _, end in _subid_ranges()] + [100000])
-            _run(["usermod", "--add-subuids", f"{start}-{start + SUBID_COUNT - 1}",
+            run_command(["usermod", "--add-subuids", f"{start}-{start + SUBID_COUNT - 1}",
                   "--add-subgids", f"{start}-{start + SUBID_COUNT - 1}", self.user])
         self._made_run_user = not os.path.exists("/run/user")
         os.makedirs(self.runtime_dir, mode=0o700)
@@ -150,7 +150,7 @@ class RootlessHost:
         while not ping(self.socket):
             if process.poll() is not None or time.monotonic() > deadline:
                 why = "exited" if process.poll() is not None else f"did not answer within {START_TIMEOUT:g} s"
-                tail = _log_tail(self.folder / "podman.log")
+                tail = log_tail(self.folder / "podman.log")
                 raise TestBedError(f"rootless podman service of {self.user} {why}: {tail}")
             time.sleep(0.1)
 
@@ -190,7 +190,7 @@ class RootlessHost:
 
     def down(self) -> None:
         """Undo up(), whatever part of it ran: processes, containers, storage, the user, /dev/net/tun."""
-        _stop_pids([pid for pid in (self.sshd_pid, self.service_pid) if pid])
+        stop_pids([pid for pid in (self.sshd_pid, self.service_pid) if pid])
         self.sshd_pid = self.service_pid = None
         if self.uid >= 0:
             if self.home and os.path.isdir(self.home):
@@ -201,7 +201,7 @@ class RootlessHost:
                 if folder:
                     unmount_under(folder)
         if _exists(self.user):
-            _run(["userdel", "--remove", self.user], check=False)
+            run_command(["userdel", "--remove", self.user], check=False)
         for path in SUBID_FILES:  # userdel drops the user's ranges; older shadow-utils do not
             _drop_lines(path, f"{self.user}:")
         if self.uid >= 0:

@@ -87,7 +87,7 @@ def make_key(path: str | os.PathLike, *, comment: str = "") -> HostKey:
     """A new ed25519 key pair at path (replacing one there); returns its public key."""
     for old in (Path(path), Path(f"{path}.pub")):
         old.unlink(missing_ok=True)
-    _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)])
+    run_command(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)])
     return public_key(f"{path}.pub")
 
 
@@ -102,11 +102,11 @@ def wait_for_port(host: str, port: int, *, pid: int, log: str, timeout: float = 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not alive(pid):
-            raise TestBedError(f"sshd on {host}:{port} exited: {_log_tail(log)}")
+            raise TestBedError(f"sshd on {host}:{port} exited: {log_tail(log)}")
         with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1):
             return
         time.sleep(0.05)
-    raise TestBedError(f"sshd did not listen on {host}:{port} within {timeout:g} s: {_log_tail(log)}")
+    raise TestBedError(f"sshd did not listen on {host}:{port} within {timeout:g} s: {log_tail(log)}")
 
 
 def alive(pid: int | None) -> bool:
@@ -147,7 +147,7 @@ def unmount_under(folder: str | os.PathLike) -> None:
 
 # -- processes and commands ----------------------------------------------------------------------
 
-def _run(argv: list[str], *, check: bool = True, env: dict | None = None,
+def run_command(argv: list[str], *, check: bool = True, env: dict | None = None,
          timeout: float = 60) -> subprocess.CompletedProcess:
     """Run argv (no shell); TestBedError naming it and its stderr when it fails and check is set."""
     try:
@@ -185,7 +185,7 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def _log_tail(log: str | os.PathLike) -> str:
+def log_tail(log: str | os.PathLike) -> str:
     try:
         lines = Path(log).read_text(errors="replace").strip().splitlines()
     except OSError:
@@ -193,7 +193,7 @@ def _log_tail(log: str | os.PathLike) -> str:
     return lines[-1] if lines else "(empty log)"
 
 
-def _stop_pids(pids: list[int], *, grace: float = STOP_GRACE) -> None:
+def stop_pids(pids: list[int], *, grace: float = STOP_GRACE) -> None:
     """SIGTERM the processes, SIGKILL those still alive after grace seconds, wait until they are gone."""
     pids = [pid for pid in pids if alive(pid)]
     for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -217,7 +217,7 @@ def _stop_ours(pid: int | None, marker: str) -> None:
     except OSError:
         return
     if marker.encode() in cmdline:
-        _stop_pids([pid])
+        stop_pids([pid])
 
 
 def _pids_in_netns(netns: str, *, exe: str | None = None) -> list[int]:
@@ -441,9 +441,9 @@ class TestBed:
                 bed_id = _choose_id(self.folder)
                 self._state = _State(id=bed_id, bridge=f"kb{bed_id}", gateway=f"10.77.{bed_id}.1")
                 self._save()
-                _run(["ip", "link", "add", self.state.bridge, "type", "bridge"])
-                _run(["ip", "addr", "add", f"{self.state.gateway}/24", "dev", self.state.bridge])
-                _run(["ip", "link", "set", self.state.bridge, "up"])
+                run_command(["ip", "link", "add", self.state.bridge, "type", "bridge"])
+                run_command(["ip", "addr", "add", f"{self.state.gateway}/24", "dev", self.state.bridge])
+                run_command(["ip", "link", "set", self.state.bridge, "up"])
                 make_key(self.identity, comment=f"kctl-testbed-{bed_id}")
                 self._prepare_image()
                 for index in range(1, count + 1):
@@ -481,15 +481,15 @@ class TestBed:
     def _start_host(self, host: Host) -> None:
         """Namespace and link, host key, image, sshd and Podman service of one recorded host."""
         Path(host.folder).mkdir(mode=0o700, exist_ok=True)
-        _run(["ip", "netns", "add", host.netns])
-        _run(["ip", "link", "add", host.veth, "type", "veth", "peer", "name", "eth0", "netns", host.netns])
-        _run(["ip", "link", "set", host.veth, "master", self.state.bridge, "up"])
-        _run(["ip", "-n", host.netns, "addr", "add", f"{host.address}/24", "dev", "eth0"])
-        _run(["ip", "-n", host.netns, "link", "set", "eth0", "up"])
-        _run(["ip", "-n", host.netns, "link", "set", "lo", "up"])
+        run_command(["ip", "netns", "add", host.netns])
+        run_command(["ip", "link", "add", host.veth, "type", "veth", "peer", "name", "eth0", "netns", host.netns])
+        run_command(["ip", "link", "set", host.veth, "master", self.state.bridge, "up"])
+        run_command(["ip", "-n", host.netns, "addr", "add", f"{host.address}/24", "dev", "eth0"])
+        run_command(["ip", "-n", host.netns, "link", "set", "eth0", "up"])
+        run_command(["ip", "-n", host.netns, "link", "set", "lo", "up"])
         make_key(host.host_key, comment=host.name)
         self._start_sshd(host)
-        _run(["podman", *host.podman_args(), "load", "-q", "-i", str(self.image_archive)], env=podman_env(),
+        run_command(["podman", *host.podman_args(), "load", "-q", "-i", str(self.image_archive)], env=podman_env(),
              timeout=PODMAN_TIMEOUT)
         self._start_podman(host)
         wait_for_port(host.address, SSH_PORT, pid=host.sshd_pid or 0, log=f"{host.folder}/sshd.log")
@@ -518,7 +518,7 @@ class TestBed:
         while not ping(host.socket):
             if not alive(pid) or time.monotonic() > deadline:
                 why = "exited" if not alive(pid) else f"did not answer within {START_TIMEOUT:g} s"
-                raise TestBedError(f"podman service of {host.name} {why}: {_log_tail(f'{host.folder}/podman.log')}")
+                raise TestBedError(f"podman service of {host.name} {why}: {log_tail(f'{host.folder}/podman.log')}")
             time.sleep(0.1)
 
     def _prepare_image(self) -> None:
@@ -526,11 +526,11 @@ class TestBed:
         scratch = self.folder / "image"
         args = ["--root", str(scratch / "storage"), "--runroot", str(scratch / "run")]
         try:
-            _run([str(BUILD_DEMO_IMAGE), *args], env=podman_env(), timeout=PODMAN_TIMEOUT)
-            _run(["podman", *args, "save", "-q", "-o", str(self.image_archive), DEMO_IMAGE], env=podman_env(),
+            run_command([str(BUILD_DEMO_IMAGE), *args], env=podman_env(), timeout=PODMAN_TIMEOUT)
+            run_command(["podman", *args, "save", "-q", "-o", str(self.image_archive), DEMO_IMAGE], env=podman_env(),
                  timeout=PODMAN_TIMEOUT)
         finally:
-            _run(["podman", *args, "rmi", "-a", "-f"], check=False, env=podman_env(), timeout=PODMAN_TIMEOUT)
+            run_command(["podman", *args, "rmi", "-a", "-f"], check=False, env=podman_env(), timeout=PODMAN_TIMEOUT)
             unmount_under(scratch)
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -574,7 +574,7 @@ class TestBed:
     def _set_link(self, name: str, *, up: bool) -> None:
         with self._exclusive():
             host = self.host(name)
-            _run(["ip", "link", "set", host.veth, "up" if up else "down"])
+            run_command(["ip", "link", "set", host.veth, "up" if up else "down"])
             host.cut = not up
             self._save()
 
@@ -583,7 +583,7 @@ class TestBed:
         with self._exclusive():
             host = self.host(name)
             _stop_ours(host.sshd_pid, host.folder)
-            _stop_pids(_pids_in_netns(host.netns, exe=SSHD))  # open sessions (the agents' tunnels) too
+            stop_pids(_pids_in_netns(host.netns, exe=SSHD))  # open sessions (the agents' tunnels) too
             key = make_key(host.host_key, comment=host.name)
             self._start_sshd(host)
             if not host.cut:
@@ -618,7 +618,7 @@ class TestBed:
                     with ThreadPoolExecutor(max_workers=len(hosts)) as pool:
                         list(pool.map(_remove_host, hosts))
                 _stop_ours(state.control_pid, str(self.folder))
-                _run(["ip", "link", "del", state.bridge], check=False)
+                run_command(["ip", "link", "del", state.bridge], check=False)
             kill_processes_naming(self.folder)
             unmount_under(self.folder)
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -650,21 +650,21 @@ def _remove_host(host: Host) -> None:
     netns_exists = os.path.exists(f"/run/netns/{host.netns}")
     if netns_exists and Path(host.folder, "storage").exists():
         for what in (["pod", "rm", "-a", "-f", "-t", "0"], ["rm", "-a", "-f", "-t", "0"]):
-            _run([*host.nsenter(), "podman", *host.podman_args(), *what], check=False, env=podman_env(),
+            run_command([*host.nsenter(), "podman", *host.podman_args(), *what], check=False, env=podman_env(),
                  timeout=PODMAN_TIMEOUT)
     _stop_ours(host.sshd_pid, host.folder)
-    _stop_pids(_pids_in_netns(host.netns))  # sshd sessions, conmon, a node-mode daemon...
-    _run(["ip", "link", "del", host.veth], check=False)
+    stop_pids(_pids_in_netns(host.netns))  # sshd sessions, conmon, a node-mode daemon...
+    run_command(["ip", "link", "del", host.veth], check=False)
     if netns_exists:
-        _run(["ip", "netns", "del", host.netns], check=False)
+        run_command(["ip", "netns", "del", host.netns], check=False)
 
 
 def _choose_id(folder: Path) -> int:
     """A bed id from the folder's path, moved on while another bed (or anything) uses its names or subnet."""
     start = int(hashlib.sha256(str(folder).encode()).hexdigest(), 16) % 254
-    links = json.loads(_run(["ip", "-j", "link", "show"]).stdout or "[]")
+    links = json.loads(run_command(["ip", "-j", "link", "show"]).stdout or "[]")
     names = {link.get("ifname") for link in links}
-    addresses = json.loads(_run(["ip", "-j", "-4", "addr", "show"]).stdout or "[]")
+    addresses = json.loads(run_command(["ip", "-j", "-4", "addr", "show"]).stdout or "[]")
     used = {int(info["local"].split(".")[2]) for link in addresses for info in link.get("addr_info", ())
             if info.get("local", "").startswith("10.77.")}
     netns = set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import re
 import time
 
@@ -22,15 +24,16 @@ class FakeHost:
 
     def __init__(self) -> None:
         self.down = False
+        self.why = "connection refused"
 
     def info(self) -> HostInfo:
         if self.down:
-            raise RuntimeError_("connection refused")
+            raise RuntimeError_(self.why)
         return INFO
 
     def list_images(self) -> list[ImageInfo]:
         if self.down:
-            raise RuntimeError_("connection refused")
+            raise RuntimeError_(self.why)
         return list(IMAGES)
 
 
@@ -245,6 +248,20 @@ def test_silent_host_keeps_lease_and_status_still(api, heartbeat):
         heartbeat.beat()
     assert ready(node_obj(api)["status"])["status"] == "Unknown"
     assert lease(api)["spec"]["renewTime"] == renewed
+
+
+def test_silence_logs_each_new_reason_once(api, heartbeat, caplog):
+    """A silent host's reason is logged once, and again only when it changes (a refused host key after a restart)."""
+    heartbeat.beat()
+    heartbeat.host.down = True
+    with caplog.at_level(logging.WARNING, logger="kctl.agent.node"):
+        for why in ["connection refused", "connection refused", "Host key verification failed",
+                    "Host key verification failed"]:
+            heartbeat.host.why = why
+            heartbeat.fake_clock.t += 5
+            heartbeat.beat()
+    said = [r.getMessage() for r in caplog.records if "Lease is not renewed" in r.getMessage()]
+    assert [("refused" in m, "Host key" in m) for m in said] == [(True, False), (False, True)]
 
 
 def test_before_ready_gates_the_return(api, registered):
