@@ -213,10 +213,6 @@ def diff(
         "--source", help="Diff against what this GitSource's current revision would apply (and prune).")] = None,
 ) -> None:
     """Show what `apply` would change, as a unified diff. Exit 0: none, 1: differences, >1: error."""
-    import difflib
-
-    from kctl.cli.yamlio import dump_yaml
-
     pruned: list[dict] = []
     if source:
         from kctl.cli.sync import source_documents
@@ -238,24 +234,26 @@ def diff(
         rt = server.resource_for(result.obj)
         meta = result.obj["metadata"]
         live = server.store.get(rt.group_kind, meta.get("namespace", ""), meta["name"])
-        label = _diff_label(rt, meta)
-        before = dump_yaml(_masked(live)).splitlines(keepends=True) if live else []
-        after = dump_yaml(_masked(result.obj)).splitlines(keepends=True)
-        lines = list(difflib.unified_diff(before, after, f"LIVE/{label}", f"MERGED/{label}"))
-        if lines:
-            differs = True
-            sys.stdout.writelines(lines)
+        differs = _write_diff(_diff_label(rt, meta), live, result.obj) or differs
     for live in pruned:  # what the source would prune: the live object against nothing
-        rt = server.resource_for(live)
-        meta = live["metadata"]
-        label = _diff_label(rt, meta)
-        differs = True
-        sys.stdout.writelines(difflib.unified_diff(dump_yaml(_masked(live)).splitlines(keepends=True), [],
-                                                   f"LIVE/{label}", f"MERGED/{label}"))
+        differs = _write_diff(_diff_label(server.resource_for(live), live["metadata"]), live, None) or differs
     if failed:
         raise typer.Exit(max(failed, 2))
     if differs:
         raise typer.Exit(1)
+
+
+def _write_diff(label: str, live: dict | None, merged: dict | None) -> bool:
+    """Print the unified diff of the live object (None: absent) against the merged one (None: pruned)."""
+    import difflib
+
+    from kctl.cli.yamlio import dump_yaml
+
+    before = dump_yaml(_masked(live)).splitlines(keepends=True) if live else []
+    after = dump_yaml(_masked(merged)).splitlines(keepends=True) if merged else []
+    lines = list(difflib.unified_diff(before, after, f"LIVE/{label}", f"MERGED/{label}"))
+    sys.stdout.writelines(lines)
+    return bool(lines)
 
 
 def _diff_label(rt, meta: dict) -> str:
