@@ -6,12 +6,14 @@ STAMP  := $(VENV)/.installed
 # The demo uses its own store under .state/ unless KCTL_STORE says otherwise.
 export KCTL_STORE ?= $(CURDIR)/.state/kctl.db
 
-.PHONY: run test unit bench bench-agent schemas clean help system stop testbed-up testbed-down
+.PHONY: run test lint test-faults unit bench bench-agent schemas clean help system stop testbed-up testbed-down
 
 help:
 	@echo "make run    - install what is missing, start kctl daemon, apply examples/, show the web pod"
 	@echo "make stop   - delete the demo's objects and stop the daemon make run started"
-	@echo "make test   - install what is missing, run the whole test suite"
+	@echo "make test   - install what is missing, run ruff (make lint) and the whole test suite"
+	@echo "make lint   - ruff check (pyflakes, pycodestyle; [tool.ruff] in pyproject.toml)"
+	@echo "make test-faults - the fault suite on the test bed (cuts, a partition, a re-keyed host; root)"
 	@echo "make bench  - run the benchmarks (figures go to docs/benchmarks.md)"
 	@echo "make testbed-up   - start 3 Podman hosts reached over SSH on this machine (network namespaces; root)"
 	@echo "make testbed-down - remove the test bed (its hosts, containers, links and folder)"
@@ -32,11 +34,19 @@ stop: $(STAMP)
 system:
 	tools/install-system-deps.sh
 
-test: system $(STAMP)
+# ruff first: a lint error stops `make test` before the suite's minutes.
+test: system $(STAMP) lint
 	$(BIN)/python -m pytest tests/
+
+lint: $(STAMP)
+	$(BIN)/ruff check kctl tests benchmarks tools
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit
+
+# The fault suite on the test bed (root): short cuts, a 40 s partition, a changed host key.
+test-faults: system $(STAMP)
+	$(BIN)/python -m pytest -m faults tests/e2e
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

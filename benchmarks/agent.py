@@ -22,7 +22,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -73,7 +72,8 @@ class Bench:
         self.api = APIServer(self.store, user="bench")
         self.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
         self.daemon = subprocess.Popen([*KCTL, "daemon", "--node", NODE, "--podman-url", self.service.url,
-                                        "--log-level", "warning", "--workers", str(workers)], env=self.env, stdin=subprocess.DEVNULL,
+                                        "--log-level", "warning", "--workers", str(workers)],
+                                       env=self.env, stdin=subprocess.DEVNULL,
                                        stderr=open(os.path.join(folder, "daemon.log"), "wb"))
         self.wait(lambda: self._node_ready(), 60)
 

@@ -6,7 +6,7 @@ once, shaped as a running cluster: Nodes with capacity, addresses and a fresh Re
 condition as the node agent posts them, their Leases in kube-node-lease, and 100-pod
 ReplicaSets whose Pods are bound and Running with the status an agent writes (no Podman,
 no agents run). Each run copies the store and starts a fresh process that builds
-`ControlPlane(api)` (kctl/controllers/controlplane.py: every controller, their shared
+`ControlPlane(api)` (kctl/daemon/controlplane.py: every controller, their shared
 informers, and the scheduler with its own list + watch and cache) and starts it as
 `kctl daemon` does; once the controller manager is running (its informers synced) and
 the scheduler has logged that it started (its cache filled), it waits a few seconds for
@@ -145,10 +145,12 @@ def status_mb(field: str) -> float:
 
 def _imports() -> None:
     """What the control plane's process imports, so the baseline differs only by the data."""
-    import kctl.controllers.controlplane  # noqa: F401
-    import kctl.controllers.nodelifecycle  # noqa: F401
-    import kctl.controllers.ttlafterfinished  # noqa: F401
+    import kctl.daemon.controlplane  # noqa: F401
     import kctl.scheduler.scheduler  # noqa: F401
+    from kctl.daemon.controllers import new_controllers
+    from kctl.daemon.settings import DaemonSettings
+
+    new_controllers(DaemonSettings())  # the table imports each controller's module when it makes one
 
 
 class _Started(logging.Handler):
@@ -178,7 +180,7 @@ def child(path: str, baseline: bool, trace: int) -> None:
     if baseline:
         print(json.dumps({"rss": status_mb("VmRSS"), "peak": status_mb("VmHWM")}))
         return
-    from kctl.controllers.controlplane import ControlPlane
+    from kctl.daemon.controlplane import ControlPlane
 
     started = _Started()
     sched_log = logging.getLogger("kctl.scheduler")

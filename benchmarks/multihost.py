@@ -60,8 +60,9 @@ def deployment(replicas: int) -> dict:
 
 
 def ready(pod: dict) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
     return not pod["metadata"].get("deletionTimestamp") and any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or [])
+        c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 class Bench:

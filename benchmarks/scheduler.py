@@ -77,7 +77,7 @@ def child(path: str, pods: int, bind_batch: int, percentage: int | None, shared_
     base_rss = rss_mb()
     informers = None
     if shared_informers:
-        from kctl.controllers.informer import InformerFactory
+        from kctl.client.informer import InformerFactory
 
         informers = InformerFactory(api)
     sched = Scheduler(api, config=SchedulerConfig(percentage_of_nodes_to_score=percentage),
@@ -127,7 +127,7 @@ def main() -> None:
     parser.add_argument("--bind-batch", type=int, default=500, help=argparse.SUPPRESS)
     parser.add_argument("--percentage", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--informers", action="store_true",
-                        help="feed the scheduler through kctl.controllers.informer's shared informers "
+                        help="feed the scheduler through kctl.client.informer's shared informers "
                              "(as kctl daemon may) instead of its own list + watch")
     args = parser.parse_args()
     if args.child:

@@ -92,10 +92,12 @@ def bench(tmp: Path, runs: int, objects: int) -> dict[str, list[float]]:
         times["resync_cli"].append(timed(lambda: run([*KCTL, "sync", repo.url, "--name", "bench", "--once"],
                                                      store_env)))
         store.close()
+        (tmp / f"cli{r}").mkdir(mode=0o700, exist_ok=True)  # a named store's folder must exist
         cli_env = {**env, "KCTL_STORE": str(tmp / f"cli{r}" / "kctl.db")}
         times["first_cli"].append(timed(lambda: run([*KCTL, "sync", repo.url, "--name", "bench", "--once"],
                                                     cli_env)))
         times["start"].append(timed(lambda: run([*KCTL, "version"], env)))
+        (tmp / f"apply{r}").mkdir(mode=0o700, exist_ok=True)
         apply_env = {**env, "KCTL_STORE": str(tmp / f"apply{r}" / "kctl.db")}
         apply = [*KCTL, "apply", "-R", "-f", str(repo.work / "apps"), "-f", str(repo.work / "config")]
         times["apply"].append(timed(lambda: run(apply, apply_env)))

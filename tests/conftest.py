@@ -27,7 +27,8 @@ def api(store):
 
 @pytest.fixture
 def store_path(tmp_path, monkeypatch):
-    """A store path for CLI tests, exported as KCTL_STORE."""
+    """A store path for CLI tests, exported as KCTL_STORE; the store exists (as after `kctl init`)."""
     path = tmp_path / "cli" / "kctl.db"
+    Store(path).close()
     monkeypatch.setenv("KCTL_STORE", str(path))
     return path

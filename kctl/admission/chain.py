@@ -1,6 +1,8 @@
 """The admission chain every write passes, in Kubernetes' order.
 
-defaulting -> mutating hooks -> schema validation -> Pod Security -> validating hooks.
+defaulting (and, on create, the fields Kubernetes' strategies set: a Pod's phase Pending and
+qosClass, a Namespace's phase Active) -> mutating hooks -> a Job's generated selector ->
+schema validation -> Pod Security -> validating hooks.
 Called by the API layer (kctl.api.apiserver) for writes from every client: the CLI,
 controllers, the scheduler and node agents alike. Hook objects themselves are never
 sent to hooks (kctl.admission.hooks.matches), so a broken hook can always be removed.
@@ -30,11 +32,16 @@ def admit(request: AdmissionRequest, *, mutating: list[dict], validating: list[d
             hooks.run_validating_hooks(validating, request, namespace_labels=namespace_labels, warnings=warnings)
             return None
         obj = defaults.apply_defaults(request.obj, rt)
+        if request.operation == "CREATE" and isinstance(obj, dict):
+            defaults.prepare_for_create(obj, rt)
         request = replace(request, obj=obj)
         patched = hooks.run_mutating_hooks(mutating, request, namespace_labels=namespace_labels,
                                            warnings=warnings)
         if patched is not None:
             obj = patched
+            request = replace(request, obj=obj)
+        if rt.group == "batch" and rt.kind == "Job" and isinstance(obj, dict):  # as its strategy does
+            obj = defaults.generate_job_selector(obj, old=request.old_obj)  # (obj is our copy)
             request = replace(request, obj=obj)
         errors = validation.validate(obj, rt)
         if errors:

@@ -10,9 +10,16 @@ defaults.go). The rules here follow those functions; a set value is never overwr
 Deliberate differences from Kubernetes, all listed in docs/admission.md:
 - a Job's pod template gets no restartPolicy (Kubernetes requires OnFailure or Never
   there, so the user must choose);
-- Job selectors and `controller-uid` labels are not generated here: the API layer owns
-  uids;
+- a status given on create is kept (Kubernetes resets it): `prepare_for_create` only fills
+  what is unset;
 - `enableServiceLinks` is not defaulted (Podman pods get no service environment).
+
+`prepare_for_create` is what Kubernetes' registry strategies do to a new object
+(PrepareForCreate: a Pod's status.phase Pending and qosClass, a Namespace's phase Active),
+`generate_job_selector` what the Job strategy does before validation (the selector and
+pod template labels made of the Job's uid), and `tracks_generation` says which kinds carry
+metadata.generation at all. kctl.admission.chain calls them; the API layer asks
+`tracks_generation`.
 
 Pure dict work on a private copy, fast enough for thousands of objects per apply.
 """
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from kctl.api.quantity import parse_quantity
 from kctl.api.resources import KCTL_GROUP, ResourceType
 
 #: defaultMode of configMap / secret / downwardAPI / projected volumes (0644).
@@ -31,6 +39,19 @@ SECRET_FILE_MODE = 0o600
 TERMINATION_GRACE_PERIOD_SECONDS = 30
 HOOK_TIMEOUT_SECONDS = 10
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+#: the labels Kubernetes generates on a Job's pod template (legacy and batch.kubernetes.io/ names)
+JOB_CONTROLLER_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
+JOB_NAME_LABELS = ("job-name", "batch.kubernetes.io/job-name")
+#: the one label a generated Job selector matches on
+JOB_SELECTOR_LABEL = "batch.kubernetes.io/controller-uid"
+#: built-in kinds whose registry strategy sets metadata.generation (PrepareForCreate sets 1);
+#: the others (ConfigMap, Secret, Service, Namespace, Node, ...) have none, as in Kubernetes.
+GENERATION_KINDS = frozenset({
+    "Pod", "ReplicationController", "Deployment.apps", "ReplicaSet.apps", "StatefulSet.apps",
+    "DaemonSet.apps", "Job.batch", "CronJob.batch", "Ingress.networking.k8s.io",
+    "NetworkPolicy.networking.k8s.io", "PodDisruptionBudget.policy",
+    "EndpointSlice.discovery.k8s.io", "CustomResourceDefinition.apiextensions.k8s.io",
+})
 
 
 def apply_defaults(obj: dict, rt: ResourceType) -> dict:
@@ -435,3 +456,128 @@ _BY_KIND: dict[tuple[str, str], Callable[[dict], None]] = {
     (KCTL_GROUP, "MutatingAdmissionHook"): _default_hook,
     (KCTL_GROUP, "ValidatingAdmissionHook"): _default_hook,
 }
+
+
+# --------------------------------------------------------------------------- create-time fields
+
+
+def tracks_generation(rt: ResourceType) -> bool:
+    """Whether objects of kind `rt` carry metadata.generation (custom and kctl.io kinds do)."""
+    return rt.group_kind in GENERATION_KINDS or rt.is_custom or rt.group == KCTL_GROUP
+
+
+def prepare_for_create(obj: dict, rt: ResourceType) -> dict:
+    """What Kubernetes' strategies set on a new object, filled where unset; `obj` is changed.
+
+    A Pod gets status.phase Pending, its status.qosClass, and a PodScheduled=False
+    condition (reason SchedulingGated) while it has schedulingGates; the scheduler and the
+    node agent take over from there. A Namespace gets status.phase Active.
+    """
+    if rt.group == "" and rt.kind == "Pod":
+        _prepare_pod(obj)
+    elif rt.group == "" and rt.kind == "Namespace":
+        status = _ensure_dict(obj, "status")
+        if status is not None and _is_unset(status.get("phase")):
+            status["phase"] = "Active"
+    return obj
+
+
+def _prepare_pod(pod: dict) -> None:
+    status = _ensure_dict(pod, "status")
+    if status is None:
+        return
+    if _is_unset(status.get("phase")):
+        status["phase"] = "Pending"
+    spec = _spec(pod)
+    if spec is None:
+        return
+    if _is_unset(status.get("qosClass")):
+        status["qosClass"] = pod_qos_class(spec)
+    if spec.get("schedulingGates") and status.get("phase") == "Pending":
+        conditions = status.get("conditions")
+        if conditions is None:
+            conditions = status["conditions"] = []
+        if isinstance(conditions, list) and not any(
+                isinstance(c, dict) and c.get("type") == "PodScheduled" for c in conditions):
+            conditions.append({"type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+                               "message": "Scheduling is blocked due to non-empty scheduling gates"})
+
+
+def _positive(quantity: Any) -> Any:
+    """The quantity's exact value if it parses and is > 0, else None."""
+    try:
+        value = parse_quantity(quantity)
+    except (ValueError, TypeError):
+        return None
+    return value if value > 0 else None
+
+
+def pod_qos_class(spec: dict) -> str:
+    """Guaranteed, Burstable or BestEffort, exactly as Kubernetes' GetPodQOS computes it."""
+    requests: dict[str, Any] = {}
+    limits: dict[str, Any] = {}
+    guaranteed = True
+    for container in _dicts(spec, "containers") + _dicts(spec, "initContainers"):
+        resources = _dict(container, "resources") or {}
+        for name, quantity in (_dict(resources, "requests") or {}).items():
+            value = _positive(quantity) if name in ("cpu", "memory") else None
+            if value is not None:
+                requests[name] = requests.get(name, 0) + value
+        found = set()
+        for name, quantity in (_dict(resources, "limits") or {}).items():
+            value = _positive(quantity) if name in ("cpu", "memory") else None
+            if value is not None:
+                found.add(name)
+                limits[name] = limits.get(name, 0) + value
+        if not {"cpu", "memory"} <= found:
+            guaranteed = False
+    if not requests and not limits:
+        return "BestEffort"
+    if guaranteed and all(limits.get(name) == value for name, value in requests.items()) \
+            and len(requests) == len(limits):
+        return "Guaranteed"
+    return "Burstable"
+
+
+def generate_job_selector(job: dict, *, old: dict | None = None) -> dict:
+    """The Job strategy's generateSelector, unless spec.manualSelector is true; `job` is changed.
+
+    The pod template gets the labels `controller-uid` and `batch.kubernetes.io/controller-uid`
+    (the Job's uid) and `job-name` and `batch.kubernetes.io/job-name` (its name), each unless
+    already set; spec.selector.matchLabels gets `batch.kubernetes.io/controller-uid`. On an
+    update (`old` given) whose new object has no selector, the stored one is kept (Kubernetes
+    would refuse the update as changing an immutable field; kctl keeps what it generated);
+    a stored Job without a selector (written by an older kctl) is left alone.
+    A selector that is not the generated one is left for validation to refuse.
+    """
+    spec = _spec(job)
+    metadata = _dict(job, "metadata")
+    if spec is None or metadata is None or spec.get("manualSelector") is True:
+        return job
+    uid, name = metadata.get("uid"), metadata.get("name")
+    if not isinstance(uid, str) or not uid or not isinstance(name, str):
+        return job
+    if old is not None:
+        old_selector = _dict(_spec(old) or {}, "selector")
+        if old_selector is None:
+            return job  # stored before kctl generated selectors: left as it is
+        if spec.get("selector") is None:
+            spec["selector"] = _copy(old_selector)
+    template = _ensure_dict(spec, "template")
+    template_meta = _ensure_dict(template, "metadata") if template is not None else None
+    labels = _ensure_dict(template_meta, "labels") if template_meta is not None else None
+    if labels is None:
+        return job
+    for key in JOB_NAME_LABELS:
+        labels.setdefault(key, name)
+    for key in JOB_CONTROLLER_UID_LABELS:
+        labels.setdefault(key, uid)
+    if not metadata.get("labels"):
+        # batch/v1 defaulting (run again when Kubernetes reads the Job back) gives a Job
+        # without labels its template's, which now include the generated ones.
+        metadata["labels"] = dict(labels)
+    selector = _ensure_dict(spec, "selector")
+    match_labels = _ensure_dict(selector, "matchLabels") if selector is not None else None
+    if match_labels is not None:
+        match_labels.setdefault(JOB_SELECTOR_LABEL, uid)
+    return job

@@ -10,9 +10,10 @@ those are made of.
 
 Failures (timeout, crash, bad output, missing command) follow the hook's failurePolicy:
 Fail refuses the write with Forbidden, Ignore logs a warning on the "kctl.admission"
-logger and carries on. Hooks run with a minimal environment, in /, in their own process
-group, which is killed whole on timeout. Object contents are never logged: hooks see
-Secrets.
+logger and carries on. Hooks run with a minimal environment, in /, in their own session,
+under kctl.admission.hook_supervisor: when the hook exits or times out, every process it
+left behind (a grandchild that called setsid() included) is killed. Object contents are
+never logged: hooks see Secrets.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+import errno
 import getpass
 import json
 import logging
@@ -27,6 +29,7 @@ import os
 import selectors
 import signal
 import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -279,8 +282,13 @@ def _one_line(text: str, limit: int = _MESSAGE_LIMIT) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
+SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hook_supervisor.py")
+#: how long kctl waits for the supervisor to kill the hook's processes after asking it to.
+STOP_GRACE_SECONDS = 15.0
+
+
 def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL the hook's whole process group (it leads its own session)."""
+    """SIGKILL the supervisor's process group (the last resort; it leads its own session)."""
     if proc.returncode is not None:  # reaped: its pid may belong to someone else by now
         return
     try:
@@ -289,18 +297,60 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def _execute(argv: list[str], payload: bytes, timeout: float, env: dict[str, str]) -> tuple[bytes, bytes, int]:
-    """Run argv with payload on stdin; (stdout, head of stderr, exit status). Raises _HookFailure."""
+def _stop(proc: subprocess.Popen) -> None:
+    """Have the supervisor kill every process of the hook and wait for it (bounded)."""
+    if proc.returncode is None:
+        try:
+            proc.send_signal(signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(STOP_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            proc.wait()
+
+
+def _read_outcome(fd: int) -> str:
+    """The supervisor's one status line ("exit 0", "signal 9", "spawn-error 2", ...), or ""."""
+    chunks = []
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        while True:
+            chunk = os.read(fd, 256)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except OSError:
+        pass
+    return b"".join(chunks).decode("ascii", "replace").strip()
+
+
+def _spawn_failure(argv0: str, code: int) -> _HookFailure:
+    if code == errno.ENOENT:
+        return _HookFailure(f"cannot run {argv0}: no such file (or its #! interpreter is missing)")
+    if code in (errno.EACCES, errno.EPERM):
+        return _HookFailure(f"cannot run {argv0}: permission denied (is it executable?)")
+    return _HookFailure(f"cannot run {argv0}: {os.strerror(code)}")
+
+
+def _execute(argv: list[str], payload: bytes, timeout: float, env: dict[str, str]) -> tuple[bytes, bytes, int]:
+    """Run argv with payload on stdin; (stdout, head of stderr, exit status). Raises _HookFailure.
+
+    The hook runs under kctl.admission.hook_supervisor, which kills every process the hook
+    left behind (daemonised grandchildren included) when it exits or times out.
+    """
+    status_read, status_write = os.pipe()
+    try:
+        proc = subprocess.Popen([sys.executable, "-I", "-S", SUPERVISOR, str(status_write),
+                                 str(os.getpid()), "--", *argv],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=env, cwd="/", shell=False,
-                                start_new_session=True, close_fds=True)
-    except FileNotFoundError:
-        raise _HookFailure(f"cannot run {argv[0]}: no such file (or its #! interpreter is missing)") from None
-    except PermissionError:
-        raise _HookFailure(f"cannot run {argv[0]}: permission denied (is it executable?)") from None
+                                start_new_session=True, close_fds=True, pass_fds=(status_write,))
     except OSError as e:
-        raise _HookFailure(f"cannot run {argv[0]}: {e.strerror or e}") from None
+        os.close(status_read)
+        raise _HookFailure(f"cannot start the hook supervisor: {e.strerror or e}") from None
+    finally:
+        os.close(status_write)
     deadline = time.monotonic() + timeout
     stdout, stderr = bytearray(), bytearray()
     try:
@@ -339,20 +389,27 @@ def _execute(argv: list[str], payload: bytes, timeout: float, env: dict[str, str
                     elif len(stderr) < MAX_STDERR_BYTES:
                         stderr += chunk[: MAX_STDERR_BYTES - len(stderr)]
         try:
-            status = proc.wait(max(deadline - time.monotonic(), 0.01))
+            proc.wait(max(deadline - time.monotonic(), 0.01))
         except subprocess.TimeoutExpired:
             raise _HookFailure(f"timed out after {timeout:g}s") from None
-        return bytes(stdout), bytes(stderr), status
+        outcome = _read_outcome(status_read)
+        what, _, number = outcome.partition(" ")
+        if what == "spawn-error" and number.isdigit():
+            raise _spawn_failure(argv[0], int(number))
+        if what == "exit" and number.lstrip("-").isdigit():
+            return bytes(stdout), bytes(stderr), int(number)
+        if what == "signal" and number.isdigit():
+            return bytes(stdout), bytes(stderr), -int(number)
+        raise _HookFailure(f"its supervisor ended without a result (exit status {proc.returncode})")
     finally:
-        _kill_group(proc)
+        _stop(proc)
+        os.close(status_read)
         for pipe in (proc.stdin, proc.stdout, proc.stderr):
             if pipe is not None:
                 try:
                     pipe.close()
                 except OSError:
                     pass
-        if proc.returncode is None:
-            proc.wait()
 
 
 def _describe_status(status: int, stderr: bytes) -> str:

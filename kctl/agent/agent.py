@@ -1,6 +1,6 @@
 """The node agent (kctl's kubelet): makes the Pods bound to one Node true on its Podman.
 
-`kctl daemon` (kctl.cli.daemon) runs one NodeAgent per Node through a
+`kctl daemon` (kctl.daemon.server) runs one NodeAgent per Node through a
 NodeAgentSupervisor. An agent:
 
 - lists, then watches, the Pods whose spec.nodeName is its node, and the ConfigMaps and
@@ -9,7 +9,10 @@ NodeAgentSupervisor. An agent:
   kctl.agent.podsync.sync_pod (terminate_pod for a pod being deleted, then remove the
   Pod object), write the status only when it changed, record the events the sync
   reports, and re-queue the pod after its requeue_after, or after `resync` seconds at
-  the latest (probes and crash detection ride on that);
+  the latest (probes ride on that; the resync is crash detection's safety net);
+- follows the runtime's container event stream (kctl.agent.runtime_events, the evented
+  PLEG): a container of a pod bound here that dies, is OOM-killed or exits queues its
+  pod at once; when the stream comes back after a drop, every pod is queued (a relist);
 - on start, once it has listed, removes Podman pods that no Pod bound here owns;
 - runs the node Heartbeat (kctl.agent.node).
 
@@ -23,14 +26,18 @@ import copy
 import logging
 import threading
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from kctl.agent.node import (AGENT_NODE_MODE, ANNOTATION_AGENT, ANNOTATION_PODMAN_URL, ANNOTATION_SSH_IDENTITY,
                              Heartbeat, node_address)
-from kctl.controllers.workqueue import WorkQueue
 from kctl.api import events
 from kctl.api.errors import Conflict, Gone, NotFound
 from kctl.api.times import parse_seconds
+from kctl.client.workqueue import WorkQueue
+from kctl.runtime.interface import ContainerEvent
+
+if TYPE_CHECKING:
+    from kctl.api.contract import API
 
 log = logging.getLogger("kctl.agent")
 
@@ -160,6 +167,11 @@ class _Cache:
         with self._lock:
             return list(self._objects)
 
+    def get_ref(self, key) -> dict | None:
+        """The cached object itself (no copy): read it, never change it."""
+        with self._lock:
+            return self._objects.get(key)
+
     def values(self) -> list[dict]:
         """The cached objects themselves: read them, never change them."""
         with self._lock:
@@ -171,10 +183,10 @@ class _Cache:
 class NodeAgent:
     """Reconciles the Pods bound to `node_name` onto `runtime` (see the module docstring)."""
 
-    def __init__(self, api, node_name: str, runtime, *, workers: int = 4, resync: float = 10.0,
+    def __init__(self, api: API, node_name: str, runtime, *, workers: int = 4, resync: float = 10.0,
                  backoff=None, probes=None, probe_period: float = 1.0, host_ip: str = "",
                  remote: bool = False, heartbeat_interval: float | None = 5.0,
-                 clock: Callable[[], float] = time.time, image_copier=None) -> None:
+                 clock: Callable[[], float] = time.time, image_copier=None, container_events: bool = True) -> None:
         self.api = api
         self.image_copier = image_copier  # kctl.agent.images.ImageCopier: images from other hosts
         self.node_name = node_name
@@ -201,6 +213,14 @@ class NodeAgent:
         self.heartbeat = (Heartbeat(api, node_name, runtime, interval=heartbeat_interval, internal_ip=host_ip,
                                     before_ready=self.fence)
                           if heartbeat_interval else None)
+        self.container_events = None  # kctl.agent.runtime_events.RuntimeEventWatcher, when the runtime streams
+        if container_events:
+            from kctl.agent.runtime_events import RuntimeEventWatcher
+
+            if RuntimeEventWatcher.supported(runtime):
+                self.container_events = RuntimeEventWatcher(
+                    runtime, node_name=node_name, on_death=self._container_died, on_reconnect=self._relist_runtime,
+                    quiet=lambda: self.heartbeat is not None and self.heartbeat.paused)
 
     # -- running --------------------------------------------------------------------------
 
@@ -213,6 +233,8 @@ class NodeAgent:
         self._spawn(self._run_watch, f"agent-{self.node_name}-watch")
         for i in range(self.workers):
             self._spawn(self._run_worker, f"agent-{self.node_name}-worker-{i}")
+        if self.container_events is not None:
+            self.container_events.start()
         if self.heartbeat is not None:
             self.heartbeat.start()
         log.info("node %s: agent started (%d workers)", self.node_name, self.workers)
@@ -222,6 +244,8 @@ class NodeAgent:
         deadline = time.monotonic() + timeout
         self._stop.set()
         self._go.set()
+        if self.container_events is not None:
+            self.container_events.stop(max(0.0, deadline - time.monotonic()))
         self.queue.shutdown(timeout=max(0.0, deadline - time.monotonic()))
         if self.heartbeat is not None:
             self.heartbeat.stop(max(0.0, deadline - time.monotonic()))
@@ -357,6 +381,28 @@ class NodeAgent:
             self._removed[uid] = last
         self.queue.add(uid)
 
+    def _container_died(self, event: ContainerEvent) -> None:
+        """A container event of the runtime (a ContainerEvent): queue its pod if it is bound here."""
+        uid = event.pod_uid
+        if not uid:
+            return
+        with self._removed_lock:
+            removed = uid in self._removed
+        if removed or self.pods.get_ref(uid) is not None:
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("node %s: container %s of pod %s %s (exit code %s): syncing the pod", self.node_name,
+                          event.name or event.container_id[:12], self._describe(uid), event.event, event.exit_code)
+            self.queue.add(uid)
+
+    def _relist_runtime(self) -> None:
+        """The container event stream is back after a gap: look at every pod again."""
+        for uid in self.pods.keys():
+            self.queue.add(uid)
+        with self._removed_lock:
+            removed = list(self._removed)
+        for uid in removed:
+            self.queue.add(uid)
+
     def _handle_source(self, change_type: str, obj: dict) -> None:
         meta = _meta(obj)
         key = (obj["kind"], meta.get("namespace", ""), meta.get("name", ""))
@@ -443,6 +489,11 @@ class NodeAgent:
 
     def process(self, uid: str) -> bool:
         """Sync one pod by uid; False when it must be retried with back-off (a Conflict)."""
+        if self.heartbeat is not None and self.heartbeat.paused:
+            # The host is unreachable or its Podman silent (the heartbeat says why, once):
+            # no per-pod attempts, errors or logs until a beat finds it answering again.
+            self.queue.add_after(uid, self.heartbeat.interval)
+            return True
         pod = self.pods.get(uid)
         if pod is None:
             return self._stop_removed(uid)
@@ -566,7 +617,7 @@ class NodeAgentSupervisor:
     `retry` seconds. Stopping leaves every container running.
     """
 
-    def __init__(self, api, *, runtime_for_node: Callable[[dict], object], retry: float = 10.0,
+    def __init__(self, api: API, *, runtime_for_node: Callable[[dict], object], retry: float = 10.0,
                  agent_factory: Callable[..., NodeAgent] = NodeAgent, own_node: str | None = None,
                  **agent_options) -> None:
         self.api = api

@@ -28,9 +28,12 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from kctl.runtime.interface import RegistryAuth, Runtime, RuntimeError_
+
+if TYPE_CHECKING:
+    from kctl.api.contract import API
 
 log = logging.getLogger("kctl.agent.images")
 
@@ -59,8 +62,8 @@ class CopyResult:
 # -- names ----------------------------------------------------------------------------------------
 
 def image_names(ref: str) -> tuple[str, ...]:
-    """The names a node may list `ref` under (the scheduler's ImageLocality normalisation)."""
-    from kctl.scheduler.plugins.image_locality import normalized_image_names
+    """The names a node may list `ref` under (as the scheduler's ImageLocality matches them)."""
+    from kctl.client.imagenames import normalized_image_names
 
     return normalized_image_names(ref)
 
@@ -275,7 +278,7 @@ def _nothing() -> None:
     return None
 
 
-def daemon_image_copier(api, *, source_urls: list[str], agents: Callable[[], dict]) -> ImageCopier:
+def daemon_image_copier(api: API, *, source_urls: list[str], agents: Callable[[], dict]) -> ImageCopier:
     """The copier `kctl daemon` gives its agents: the control host's Podman at the first of
     `source_urls` that answers, then the Nodes (their running agent's runtime, `agents()` maps
     node name -> NodeAgent, else a connection made for the copy)."""

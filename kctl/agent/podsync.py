@@ -915,11 +915,23 @@ def cleanup_orphans(runtime: Runtime, *, keep_uids: set[str]) -> list[str]:
     return removed
 
 
+#: (orphan name, error) pairs already warned about: the start-up clean-up and the fence
+#: before Ready (kctl/agent/agent.py) both try, and a stuck orphan is reported once
+_WARNED_ORPHANS: dict[tuple[str, str], None] = {}
+_WARNED_LOCK = threading.Lock()
+
+
 def _remove(remove: Callable[[str], None], ident: str, name: str) -> bool:
     try:
         remove(ident)
     except RuntimeError_ as error:
-        log.warning("cannot remove orphan %s: %s", name, error)
+        key = (name, str(error))
+        with _WARNED_LOCK:
+            repeated = key in _WARNED_ORPHANS
+            _WARNED_ORPHANS[key] = None
+            while len(_WARNED_ORPHANS) > 1024:
+                del _WARNED_ORPHANS[next(iter(_WARNED_ORPHANS))]
+        (log.debug if repeated else log.warning)("cannot remove orphan %s: %s", name, error)
         return False
     return True
 

@@ -134,7 +134,8 @@ def mounts_for(pod: dict, container: dict, volume_names: Mapping[str, str], *,
 def writer_spec(pod: dict, volume_name: str, image: str) -> ContainerSpec:
     """A container that is created (never started) only to write a file volume at WRITER_MOUNT."""
     return ContainerSpec(name=f"{sandbox_name(pod)}_{KIND_VOLUME_WRITER}_{volume_name}", image=image,
-                         labels={**pod_labels(pod), LABEL_CONTAINER_KIND: KIND_VOLUME_WRITER, LABEL_VOLUME: volume_name},
+                         labels={**pod_labels(pod), LABEL_CONTAINER_KIND: KIND_VOLUME_WRITER,
+                                 LABEL_VOLUME: volume_name},
                          entrypoint=["kctl-volume-writer"],
                          mounts=(Mount(target=WRITER_MOUNT, volume=runtime_volume_name(pod, volume_name)),))
 

@@ -1,32 +1,46 @@
 """The API layer: the only writer of the store, with Kubernetes' semantics.
 
 Every change from every client (CLI, controllers, scheduler, node agents, git sync)
-goes through APIServer: resolve the kind, admission (kctl.admission.chain), optimistic
-concurrency on resourceVersion, then one store transaction that writes the object and
-its change record. Reads and watches go through it too, so selectors behave alike
+goes through APIServer (clients hold it as a kctl.api.contract.API, which the remote
+client kctl.api.remote implements too): resolve the kind, admission
+(kctl.admission.chain), optimistic concurrency on resourceVersion, then one store
+transaction that writes the object and its change record. Reads and watches go through it too, so selectors behave alike
 everywhere.
 
 A write is two steps, `_prepare_*` (admission; no lock held, so slow hooks never block
 other writers) and `_commit_*` (inside the transaction: preconditions re-checked, then
 written). `write_all` prepares many objects and commits them in one transaction, which
-is what makes applying 1,000 objects fast and `--atomic` possible.
+is what makes applying 1,000 objects fast and `--atomic` possible. A commit that meets
+a Conflict is prepared again, outside any transaction, and retried (a bounded number of
+times with a small jittered back-off), as kube-apiserver's GuaranteedUpdate does: an
+admission hook never runs while the SQLite write lock is held.
+
+Fields only the server sets (uid, creationTimestamp, resourceVersion, generation,
+deletionTimestamp, deletionGracePeriodSeconds, managedFields) are put back after
+admission, so a mutating hook can neither forge them nor delete an object. Size limits
+(kctl.api.limits) apply to every write; every write that was answered is recorded in the
+audit log (kctl.api.audit) after its transaction.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import datetime as dt
 import getpass
 import logging
+import os
+import random
+import re
 import secrets
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from kctl.api.errors import (AlreadyExists, APIError, BadRequest, Conflict, FieldError, Forbidden,
                              Invalid, NotFound)
+from kctl.api import audit, limits, typeinfo
 from kctl.api.resources import KCTL_GROUP, Registry, ResourceType, builtin_registry
 from kctl.api.store import Store, Transaction
 
@@ -39,6 +53,13 @@ HOOK_KINDS = ("MutatingAdmissionHook." + KCTL_GROUP, "ValidatingAdmissionHook." 
 #: metadata fields only the API layer sets
 SYSTEM_META = ("uid", "creationTimestamp", "resourceVersion", "generation", "deletionTimestamp",
                "deletionGracePeriodSeconds", "managedFields", "selfLink")
+#: the hook a Forbidden from admission names (kctl.admission.hooks words it so)
+_HOOK_NAMED = re.compile(r'^admission hook "([^"]+)"')
+#: how many times a write that meets a Conflict is prepared again and retried
+MAX_WRITE_ATTEMPTS = 30
+#: back-off between attempts: BASE * 2**attempt seconds, at most CAP, times a jitter of 0.5-1.5
+RETRY_BACKOFF_BASE = 0.002
+RETRY_BACKOFF_CAP = 0.1
 
 
 def now_rfc3339() -> str:
@@ -63,6 +84,8 @@ class Prepared:
     propagation: str | None = None
     grace_period: int | None = None
     result: str = ""  # created | configured | unchanged | deleted (apply's words)
+    subresource: str | None = None
+    hooks: tuple[str, ...] = ()  # the admission hooks that matched (named in the audit log)
 
 
 @dataclass(frozen=True)
@@ -89,10 +112,13 @@ class APIServer:
     """In-process API server over one Store."""
 
     def __init__(self, store: Store, *, user: str | None = None,
-                 warn: Callable[[str], None] | None = None) -> None:
+                 warn: Callable[[str], None] | None = None,
+                 audit_log: "audit.AuditLog | None | bool" = True) -> None:
+        """audit_log: True (the default) logs beside the store; None or False: no audit log."""
         self.store = store
         self.user = user or _os_user()
         self.warn = warn or (lambda msg: log.warning("%s", msg))
+        self.audit_log = audit.AuditLog.for_store(store.path) if audit_log is True else (audit_log or None)
         self._registry: Registry | None = None
         self._registry_key: tuple | None = None
         self._lock = threading.Lock()
@@ -108,7 +134,7 @@ class APIServer:
             if self._registry is None or key != self._registry_key:
                 registry = builtin_registry()
                 if key[0]:
-                    from kctl.admission.validation import crd_resource_types
+                    from kctl.api.crd import crd_resource_types
 
                     crds, _ = self.store.list(CRD_KIND)
                     for crd in crds:
@@ -118,6 +144,16 @@ class APIServer:
                             registry.add(rt)
                 self._registry, self._registry_key = registry, key
             return self._registry
+
+    @property
+    def where(self) -> str:
+        """Where the store is (its path), as messages show it."""
+        return str(self.store.path)
+
+    @property
+    def local_path(self) -> str | None:
+        """The store's file (always on this host)."""
+        return str(self.store.path)
 
     def resource(self, name: str) -> ResourceType:
         return self.registry.lookup(name)
@@ -130,11 +166,23 @@ class APIServer:
     # -- reads -------------------------------------------------------------------------
 
     def get(self, rt: ResourceType, name: str, *, namespace: str | None = None) -> dict:
-        ns = self._namespace_of(rt, namespace)
+        ns = self.namespace_of(rt, namespace)
         obj = self.store.get(rt.group_kind, ns, name)
         if obj is None:
             raise NotFound(rt.group_resource, name)
         return obj
+
+    def find(self, rt: ResourceType, name: str, *, namespace: str | None = None) -> dict | None:
+        """One object as stored now, or None when absent (get without NotFound)."""
+        return self.store.get(rt.group_kind, self.namespace_of(rt, namespace), name)
+
+    def get_by_uid(self, uid: str) -> dict | None:
+        """The live object with this uid (any kind), or None."""
+        return self.store.get_by_uid(uid)
+
+    def revision(self) -> int:
+        """The revision of the newest change (a watch from it sees every later one)."""
+        return self.store.revision()
 
     def list(self, rt: ResourceType, *, namespace: str | None = None, label_selector=None,
              field_selector=None) -> tuple[list[dict], int]:
@@ -180,34 +228,60 @@ class APIServer:
     # -- writes: public ----------------------------------------------------------------
 
     def create(self, obj: dict, *, namespace: str | None = None, dry_run: bool = False) -> dict:
-        return self._one(self._prepare_create(obj, namespace, dry_run=dry_run), dry_run)
+        return self._write_one("create", self._target_of(obj, namespace),
+                               lambda: self._prepare_create(obj, namespace, dry_run=dry_run),
+                               retry=False, dry_run=dry_run)
 
     def update(self, obj: dict, *, namespace: str | None = None, subresource: str | None = None,
                dry_run: bool = False) -> dict:
-        """Replace an object (main path) or its status (subresource="status")."""
-        return self._one(self._prepare_update(obj, namespace, subresource=subresource, dry_run=dry_run),
-                         dry_run)
+        """Replace an object (main path) or its status (subresource="status").
+
+        With a resourceVersion it is a precondition (Conflict when stale); without one the
+        update is unconditional, and retried on Conflict against the newer object.
+        """
+        pinned = isinstance(obj, dict) and isinstance(obj.get("metadata"), dict) \
+            and obj["metadata"].get("resourceVersion") not in (None, "")
+        return self._write_one("update", self._target_of(obj, namespace, subresource),
+                               lambda: self._prepare_update(obj, namespace, subresource=subresource,
+                                                            dry_run=dry_run),
+                               retry=not pinned, dry_run=dry_run)
 
     def update_status(self, obj: dict, *, dry_run: bool = False) -> dict:
         return self.update(obj, subresource="status", dry_run=dry_run)
 
+    def update_status_all(self, objs: list[dict], *, dry_run: bool = False) -> list[WriteResult]:
+        """The status of many objects in one transaction (a kubelet's batch); each succeeds or fails alone.
+
+        Each object is admitted as update_status admits it; one without a resourceVersion is
+        written over a newer version (retried on Conflict), one with it is a precondition.
+        """
+        return self.write_all([("update_status", obj) for obj in objs], dry_run=dry_run)
+
     def patch(self, rt: ResourceType, name: str, patch, *, patch_type: str = "strategic",
               namespace: str | None = None, subresource: str | None = None, dry_run: bool = False) -> dict:
-        """merge | json | strategic patch, retried on Conflict unless the patch pins a resourceVersion."""
-        pinned = _pinned_rv(patch)
-        try:
-            return self._patch_once(rt, name, patch, patch_type, namespace, subresource, dry_run)
-        except Conflict:
-            if pinned:
-                raise
-        # Contended: patch again holding the write lock, which cannot conflict.
-        with self.store.transaction():
-            return self._patch_once(rt, name, patch, patch_type, namespace, subresource, dry_run)
+        """merge | json | strategic patch, retried on Conflict unless the patch pins a resourceVersion.
 
-    def _patch_once(self, rt: ResourceType, name: str, patch, patch_type: str, namespace: str | None,
-                    subresource: str | None, dry_run: bool) -> dict:
+        An error names the path and the operation, never the object's data (for a Secret,
+        any stored value or its decoded text is masked from the message as well).
+        """
+        target = _Target(rt, self._safe_namespace(rt, namespace), name, subresource)
+        try:
+            return self._write_one("patch", target,
+                                   lambda: self._prepare_patch(rt, name, patch, patch_type, namespace, subresource,
+                                                               dry_run),
+                                   retry=not _pinned_rv(patch), dry_run=dry_run)
+        except APIError as exc:
+            if rt.group_kind == "Secret":
+                from kctl.api.redact import redact_error, secret_values
+
+                redact_error(exc, secret_values(self.store.get("Secret", target.namespace, name)))
+            raise
+
+    def _prepare_patch(self, rt: ResourceType, name: str, patch, patch_type: str, namespace: str | None,
+                       subresource: str | None, dry_run: bool) -> Prepared:
         from kctl.api import patch as patching
 
+        limits.check_request(patch)
         current = self.get(rt, name, namespace=namespace)
         if patch_type == "merge":
             if not isinstance(patch, dict):
@@ -218,13 +292,16 @@ class APIServer:
         elif patch_type == "strategic":
             if not isinstance(patch, dict):
                 raise BadRequest("a strategic merge patch must be a JSON object")
-            new = patching.strategic_merge_patch(current, patch, self._schema(rt))
+            new = patching.strategic_merge_patch(current, patch, self.schema_of(rt))
         else:
             raise BadRequest(f'unknown patch type "{patch_type}": use json, merge or strategic')
         if not isinstance(new.get("metadata"), dict):
             raise BadRequest("the patch removed metadata")
+        for key in ("name", "namespace"):  # (never quote the new value: it may come from a Secret)
+            if new["metadata"].get(key) != current["metadata"].get(key):
+                raise BadRequest(f'the patch changes metadata.{key}, which must stay as in the request')
         new["metadata"]["resourceVersion"] = _pinned_rv(patch) or current["metadata"]["resourceVersion"]
-        return self.update(new, namespace=namespace, subresource=subresource, dry_run=dry_run)
+        return self._prepare_update(new, namespace, subresource=subresource, dry_run=dry_run, checked=True)
 
     def apply(self, obj: dict, *, namespace: str | None = None, dry_run: bool = False) -> WriteResult:
         """kubectl apply of one object: create, or three-way merge with last-applied."""
@@ -234,40 +311,78 @@ class APIServer:
                propagation: str | None = None, grace_period: int | None = None,
                resource_version: str | None = None, dry_run: bool = False) -> dict:
         """Delete, or mark for deletion when finalizers (or a node agent) must act first."""
-        prepared = self._prepare_delete(rt, name, namespace, propagation=propagation,
-                                        grace_period=grace_period, resource_version=resource_version,
-                                        dry_run=dry_run)
-        return self._one(prepared, dry_run)
+        return self._write_one("delete", _Target(rt, self._safe_namespace(rt, namespace), name),
+                               lambda: self._prepare_delete(rt, name, namespace, propagation=propagation,
+                                                            grace_period=grace_period,
+                                                            resource_version=resource_version, dry_run=dry_run),
+                               retry=not resource_version, dry_run=dry_run)
+
+    def _write_one(self, verb: str, target: "_Target", prepare: Callable[[], Prepared], *, retry: bool,
+                   dry_run: bool) -> dict:
+        """Prepare (no lock held) then commit one write; on Conflict prepare again (if `retry`).
+
+        The outcome, success or error, is written to the audit log once it is final.
+        """
+        received = audit.now()
+        attempt = 0
+        try:
+            while True:
+                try:
+                    prepared = prepare()
+                    obj = self._one(prepared, dry_run)
+                    break
+                except Conflict:
+                    attempt += 1
+                    if not retry or attempt >= MAX_WRITE_ATTEMPTS:
+                        raise
+                _backoff(attempt)
+        except APIError as exc:
+            if not dry_run:
+                self._audit([self._failure_event(verb, target, exc, received)])
+            raise
+        if not dry_run and prepared.verb != "unchanged":
+            self._audit([self._event(verb, prepared, obj, received)])
+        return obj
 
     def write_all(self, ops: list[tuple[str, dict]], *, namespace: str | None = None, dry_run: bool = False,
                   atomic: bool = False) -> list[WriteResult]:
-        """Admit then commit many writes (op: apply | create | update | replace) in one transaction.
+        """Admit then commit many writes (op: apply | create | update | replace | update_status) in one transaction.
 
         Non-atomic: each object succeeds or fails alone. Atomic: any failure writes nothing
-        (every object's error is still reported). A Conflict met at commit re-prepares the
-        object against the newer state and tries again.
+        (every object's error is still reported). A Conflict met at commit prepares the
+        object again against the newer state, outside any transaction, and tries again
+        (MAX_WRITE_ATTEMPTS in all); an update that pins a resourceVersion is not retried.
         """
+        received = audit.now()
         results = [WriteResult() for _ in ops]
         todo = list(range(len(ops)))
         pending_namespaces: dict[str, dict] = {}
-        for attempt in range(2):
-            # The first round is optimistic; a round after a Conflict holds the write lock
-            # from prepare to commit, so it cannot conflict again.
-            with (self.store.transaction() if attempt else contextlib.nullcontext()):
-                conflicts, prepared = self._write_round(ops, todo, results, pending_namespaces,
-                                                        namespace=namespace, dry_run=dry_run, atomic=atomic)
-            if conflicts is None:
-                return results
-            retryable = [i for i in conflicts if op_is_retryable(ops[i][0])]
-            if not conflicts or len(retryable) < len(conflicts) or attempt:
+        verbs: dict[int, str] = {}
+        prepared: dict[int, Prepared] = {}
+        for attempt in range(1, MAX_WRITE_ATTEMPTS + 1):
+            conflicts, prepared = self._write_round(ops, todo, results, pending_namespaces,
+                                                    namespace=namespace, dry_run=dry_run, atomic=atomic,
+                                                    verbs=verbs)
+            if not conflicts:
+                break
+            retryable = [i for i in conflicts if op_is_retryable(*ops[i])]
+            if len(retryable) < len(conflicts) or attempt == MAX_WRITE_ATTEMPTS:
                 for i in conflicts:
                     results[i].error = _conflict(prepared[i].rt, prepared[i].name)
-                return results
+                break
+            _backoff(attempt)
             todo = list(range(len(ops))) if atomic else conflicts
+        if not dry_run:
+            self._audit([self._failure_event(verbs.get(i) or _op_verb(ops[i][0], None),
+                                             _Target.of(prepared.get(i))
+                                             or self._target_of(ops[i][1], namespace,
+                                                                "status" if ops[i][0] == "update_status" else None),
+                                             r.error, received)
+                         for i, r in enumerate(results) if r.error is not None])
         return results
 
-    def _write_round(self, ops, todo, results, pending_namespaces, *, namespace, dry_run, atomic):
-        """Prepare then commit the writes at `todo`; (conflicted indices | None if stopped, prepared)."""
+    def _write_round(self, ops, todo, results, pending_namespaces, *, namespace, dry_run, atomic, verbs):
+        """Prepare (no lock held) then commit the writes at `todo`; (conflicted indices, prepared)."""
         prepared: dict[int, Prepared] = {}
         for i in todo:
             op, obj = ops[i]
@@ -279,22 +394,25 @@ class APIServer:
                 results[i].error = exc
                 continue
             prepared[i] = p
+            verbs[i] = _op_verb(op, p)
             results[i].action = p.result
             if p.rt.group_kind == NAMESPACE and p.obj is not None:
                 pending_namespaces[p.name] = p.obj
         if atomic and any(r.error for r in results):
             for r in results:
                 r.action = ""
-            return None, prepared
-        return self._commit_batch(prepared, results, dry_run=dry_run, atomic=atomic), prepared
+            return [], prepared
+        return self._commit_batch(prepared, results, dry_run=dry_run, atomic=atomic, verbs=verbs), prepared
 
     def _commit_batch(self, prepared: dict[int, "Prepared"], results: list[WriteResult], *,
-                      dry_run: bool, atomic: bool) -> list[int]:
+                      dry_run: bool, atomic: bool, verbs: dict[int, str] | None = None) -> list[int]:
         """Commit prepared writes in one transaction; returns the indices that met a Conflict.
 
         Each write has its own savepoint, so one failure leaves the others (unless atomic).
-        Dry runs and failed atomic batches are rolled back whole.
+        Dry runs and failed atomic batches are rolled back whole. What was committed is
+        written to the audit log after the transaction (`verbs`: the request's verb per index).
         """
+        received = audit.now()
         conflicts: list[int] = []
         try:
             with self.store.transaction() as txn:
@@ -313,6 +431,13 @@ class APIServer:
             if not dry_run:
                 for i in prepared:
                     results[i].obj, results[i].action = None, ""
+            return conflicts
+        if self.audit_log is not None:
+            common = {"agent": audit.user_agent(), "sources": audit.source_ips(), "completed": audit.now()}
+            self._audit([self._event((verbs or {}).get(i) or _op_verb("", p), p, results[i].obj, received, **common)
+                         for i, p in prepared.items()
+                         if p.verb != "unchanged" and results[i].obj is not None and results[i].error is None
+                         and i not in conflicts])
         return conflicts
 
     # -- pods/binding (the scheduler's write) ---------------------------------------------
@@ -338,6 +463,7 @@ class APIServer:
         if not bindings:
             return results
         now = now_rfc3339()
+        received = audit.now()
         with self.store.transaction() as txn:
             for result, binding in zip(results, bindings):
                 try:
@@ -345,6 +471,16 @@ class APIServer:
                     result.action = "bound"
                 except APIError as exc:
                     result.error = exc
+        pods = self.resource("pods")
+        events = []
+        for result, b in zip(results, bindings):
+            target = _Target(pods, b.namespace, b.name, "binding")
+            if result.error is not None:
+                events.append(self._failure_event("create", target, result.error, received))
+            else:
+                events.append(self._ref_event("create", target, 201, received,
+                                              rv=result.obj["metadata"]["resourceVersion"]))
+        self._audit(events)
         return results
 
     def _commit_binding(self, txn: Transaction, b: Binding, now: str) -> dict:
@@ -379,6 +515,8 @@ class APIServer:
             return self._prepare_create(obj, namespace, dry_run=dry_run, pending_namespaces=pending_namespaces)
         if op in ("update", "replace"):
             return self._prepare_update(obj, namespace, dry_run=dry_run)
+        if op == "update_status":
+            return self._prepare_update(obj, namespace, subresource="status", dry_run=dry_run)
         if op == "apply":
             return self._prepare_apply(obj, namespace, dry_run=dry_run, pending_namespaces=pending_namespaces)
         raise BadRequest(f"unknown write {op!r}")
@@ -386,18 +524,20 @@ class APIServer:
     def _prepare_create(self, obj: dict, namespace: str | None, *, dry_run: bool,
                         pending_namespaces: dict | None = None) -> Prepared:
         rt = self.resource_for(obj)
+        limits.check_request(obj)
         obj = copy.deepcopy(obj)
         meta = obj.get("metadata")
         if meta is None:
             meta = obj["metadata"] = {}
         if not isinstance(meta, dict):
             raise Invalid(rt.group_kind, FieldError("metadata", "must be an object"))
-        ns = self._namespace_of(rt, namespace, meta)
+        ns = self.namespace_of(rt, namespace, meta)
         if not meta.get("name"):
             if meta.get("generateName"):
                 meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
             else:
-                raise Invalid(rt.group_kind, FieldError("metadata.name", "Required value: name or generateName is required"))
+                raise Invalid(rt.group_kind,
+                              FieldError("metadata.name", "Required value: name or generateName is required"))
         name = meta["name"]
         if not isinstance(name, str):
             raise Invalid(rt.group_kind, FieldError("metadata.name", "must be a string"))
@@ -409,20 +549,29 @@ class APIServer:
             meta.pop("namespace", None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
-        meta["generation"] = 1
+        from kctl.admission.defaults import tracks_generation
+
+        if tracks_generation(rt):  # as Kubernetes: a ConfigMap, Service, Namespace... has none
+            meta["generation"] = 1
         _normalize(rt, obj)
-        obj = self._admit("CREATE", rt, ns, name, obj, None, dry_run, pending_namespaces)
+        owned = _system_meta(obj)
+        obj, hooks = self._admit("CREATE", rt, ns, name, obj, None, dry_run, pending_namespaces)
+        _restore_system_meta(obj, owned)
         self._check_crd(rt, obj)
-        return Prepared("create", rt, ns, name, obj, result="created")
+        limits.check_object(rt.group_kind, obj)
+        return Prepared("create", rt, ns, name, obj, result="created", hooks=hooks)
 
     def _prepare_update(self, obj: dict, namespace: str | None, *, subresource: str | None = None,
-                        dry_run: bool) -> Prepared:
+                        dry_run: bool, checked: bool = False) -> Prepared:
+        """checked: obj is not what the client sent (a patched object): no request-size check."""
         rt = self.resource_for(obj)
+        if not checked:
+            limits.check_request(obj)
         obj = copy.deepcopy(obj)
         meta = obj.get("metadata")
         if not isinstance(meta, dict) or not meta.get("name"):
             raise Invalid(rt.group_kind, FieldError("metadata.name", "Required value"))
-        ns = self._namespace_of(rt, namespace, meta)
+        ns = self.namespace_of(rt, namespace, meta)
         name = meta["name"]
         current = self.store.get(rt.group_kind, ns, name)
         if current is None:
@@ -434,7 +583,8 @@ class APIServer:
         _normalize(rt, new)
         if new == current:
             return Prepared("unchanged", rt, ns, name, current, expect_rv=current["metadata"]["resourceVersion"],
-                            result="unchanged")
+                            result="unchanged", subresource=subresource)
+        hooks: tuple[str, ...] = ()
         if subresource == "status":
             from kctl.admission.validation import validate
 
@@ -442,12 +592,15 @@ class APIServer:
             if errors:
                 raise Invalid(f'{rt.group_kind} "{name}"', errors)
         else:
-            new = self._admit("UPDATE", rt, ns, name, new, current, dry_run, None)
+            owned = _system_meta(new)
+            new, hooks = self._admit("UPDATE", rt, ns, name, new, current, dry_run, None)
+            _restore_system_meta(new, owned)
             self._check_crd(rt, new)
-        if _spec_of(new) != _spec_of(current):
-            new["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
+        if "generation" in current["metadata"] and _spec_of(new) != _spec_of(current):
+            new["metadata"]["generation"] = current["metadata"]["generation"] + 1
+        limits.check_object(rt.group_kind, new)
         return Prepared("update", rt, ns, name, new, expect_rv=current["metadata"]["resourceVersion"],
-                        result="configured")
+                        result="configured", subresource=subresource, hooks=hooks)
 
     def _prepare_apply(self, obj: dict, namespace: str | None, *, dry_run: bool,
                        pending_namespaces: dict | None) -> Prepared:
@@ -457,23 +610,29 @@ class APIServer:
         meta = obj.get("metadata")
         if not isinstance(meta, dict) or not meta.get("name"):
             raise Invalid(rt.group_kind, FieldError("metadata.name", "Required value: apply needs a name"))
-        ns = self._namespace_of(rt, namespace, meta)
+        ns = self.namespace_of(rt, namespace, meta)
+        limits.check_request(obj)
         current = self.store.get(rt.group_kind, ns, meta["name"])
+        pinned = meta.get("resourceVersion")
+        if current is not None and pinned not in (None, "") \
+                and str(pinned) != current["metadata"]["resourceVersion"]:
+            # kubectl sends the manifest's resourceVersion in its patch: a precondition
+            raise Conflict(f"error when applying patch: {_conflict(rt, meta['name']).message}")
         if current is None:
-            return self._prepare_create(applied_object(obj, None, self._schema(rt)), ns if rt.namespaced else None,
+            return self._prepare_create(applied_object(obj, None, self.schema_of(rt)), ns if rt.namespaced else None,
                                         dry_run=dry_run, pending_namespaces=pending_namespaces)
-        merged = applied_object(obj, current, self._schema(rt))
+        merged = applied_object(obj, current, self.schema_of(rt))
         merged["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         if unchanged_by_apply(merged, current):
             return Prepared("unchanged", rt, ns, meta["name"], current,
                             expect_rv=current["metadata"]["resourceVersion"], result="unchanged")
-        return self._prepare_update(merged, ns if rt.namespaced else None, dry_run=dry_run)
+        return self._prepare_update(merged, ns if rt.namespaced else None, dry_run=dry_run, checked=True)
 
     def _prepare_delete(self, rt: ResourceType, name: str, namespace: str | None, *, propagation: str | None,
                         grace_period: int | None, resource_version: str | None, dry_run: bool) -> Prepared:
         if propagation not in (None, "Background", "Foreground", "Orphan"):
             raise BadRequest(f'invalid propagation policy "{propagation}": use Background, Foreground or Orphan')
-        ns = self._namespace_of(rt, namespace)
+        ns = self.namespace_of(rt, namespace)
         current = self.store.get(rt.group_kind, ns, name)
         if current is None:
             raise NotFound(rt.group_resource, name)
@@ -481,14 +640,16 @@ class APIServer:
             raise Forbidden(f'namespace "{name}" is forbidden: this namespace may not be deleted')
         if resource_version and resource_version != current["metadata"]["resourceVersion"]:
             raise _conflict(rt, name)
-        self._admit("DELETE", rt, ns, name, None, current, dry_run, None)
+        _, hooks = self._admit("DELETE", rt, ns, name, None, current, dry_run, None)
         return Prepared("delete", rt, ns, name, current, expect_rv=current["metadata"]["resourceVersion"],
-                        propagation=propagation, grace_period=grace_period, result="deleted")
+                        propagation=propagation, grace_period=grace_period, result="deleted", hooks=hooks)
 
     def _admit(self, operation: str, rt: ResourceType, ns: str, name: str, obj: dict | None,
-               old: dict | None, dry_run: bool, pending_namespaces: dict | None) -> dict | None:
+               old: dict | None, dry_run: bool,
+               pending_namespaces: dict | None) -> tuple[dict | None, tuple[str, ...]]:
+        """The admitted object (None for DELETE) and the names of the hooks that matched."""
         from kctl.admission import chain
-        from kctl.admission.hooks import AdmissionRequest
+        from kctl.admission.hooks import AdmissionRequest, matches
 
         ns_labels = None
         if rt.namespaced:
@@ -498,8 +659,9 @@ class APIServer:
         request = AdmissionRequest(uid=str(uuid.uuid4()), operation=operation, rt=rt,
                                    namespace=ns if rt.namespaced else None, name=name, obj=obj,
                                    old_obj=old, dry_run=dry_run, user=self.user)
-        return chain.admit(request, mutating=mutating, validating=validating, namespace_labels=ns_labels,
-                           warn=self._warn)
+        admitted = chain.admit(request, mutating=mutating, validating=validating, namespace_labels=ns_labels,
+                               warn=self._warn)
+        return admitted, _matched_hooks(mutating, validating, request, ns_labels, matches)
 
     def _hooks(self) -> tuple[list[dict], list[dict]]:
         """The admission hooks stored now (mutating, validating)."""
@@ -552,7 +714,7 @@ class APIServer:
             raise _conflict(p.rt, p.name)
         if p.verb == "update":
             new = copy.deepcopy(p.obj)
-            if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+            if _finished_deleting(new["metadata"]):
                 return self._remove(txn, p.rt, p.namespace, p.name, new)
             return txn.put(kind, p.namespace, p.name, new, event="MODIFIED")
         return self._commit_delete(txn, p, current)
@@ -591,7 +753,8 @@ class APIServer:
         if grace is None and p.rt.kind == "Pod":
             grace = (obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
         meta["deletionGracePeriodSeconds"] = grace if grace is not None else 0
-        meta["generation"] = meta.get("generation", 1) + 1
+        if "generation" in meta:  # as Kubernetes' BeforeDelete: only where there is one
+            meta["generation"] += 1
         if finalizers:
             meta["finalizers"] = finalizers
         return txn.put(p.rt.group_kind, p.namespace, p.name, obj, event="MODIFIED")
@@ -644,6 +807,76 @@ class APIServer:
         if ns_obj["metadata"].get("deletionTimestamp"):
             raise Forbidden(f'unable to create new content in namespace {ns} because it is being terminated')
 
+    # -- the store (local administration) -----------------------------------------------
+
+    def backup(self, dest: str | os.PathLike) -> int:
+        """Write a consistent copy of the store to dest (mode 0600); the revision copied."""
+        return self.store.backup(dest)
+
+    def restore(self, source: str | os.PathLike) -> int:
+        """Replace the store's content with a backup; the revision the store continues at."""
+        return self.store.restore(source)
+
+    def vacuum(self) -> tuple[int, int]:
+        """Compact the change log and give free space back; the store's size before and after, in bytes."""
+        before = os.path.getsize(self.store.path)
+        self.store.vacuum()
+        return before, os.path.getsize(self.store.path)
+
+    def rotate_key(self) -> tuple[str, int, str]:
+        """Re-encrypt stored Secrets with a new key: (its name, rows re-encrypted, the key file)."""
+        name, rows = self.store.rotate_key()
+        return name, rows, str(self.store.key_path)
+
+    def close(self) -> None:
+        """Close the store's connections (this API is not used afterwards)."""
+        self.store.close()
+
+    # -- the audit log -----------------------------------------------------------------
+
+    def _audit(self, events: list[dict]) -> None:
+        """Append events to the audit log (after the transaction; never raises)."""
+        if events and self.audit_log is not None:
+            self.audit_log.record(events)
+
+    def _event(self, verb: str, p: Prepared, obj: dict | None, received: str, **common) -> dict:
+        """The event of a committed write (common: agent, sources, completed, shared by a batch)."""
+        code = 201 if p.verb == "create" else 200
+        rv = ((obj or {}).get("metadata") or {}).get("resourceVersion", "")
+        if p.verb == "delete" and obj is not None and (obj.get("metadata") or {}).get("deletionTimestamp") \
+                and self.store.get(p.rt.group_kind, p.namespace, p.name) is not None:
+            code = 202  # accepted: the object waits for finalizers or its node agent
+        return self._ref_event(verb, _Target.of(p), code, received, rv=rv, hooks=p.hooks, **common)
+
+    def _ref_event(self, verb: str, target: _Target, code: int, received: str, *, rv: str = "",
+                   hooks: tuple[str, ...] = (), **common) -> dict:
+        return audit.event(verb=verb, user=self.user, ref=target.ref(), code=code, received=received,
+                           resource_version=rv, hooks=hooks, **common)
+
+    def _failure_event(self, verb: str, target: _Target, exc: APIError, received: str) -> dict:
+        """The event of a refused write: its status code and reason (no message for a Secret)."""
+        secret = (target.rt is not None and target.rt.group_kind == "Secret") or target.kind == "Secret"
+        hook = _HOOK_NAMED.search(exc.message) if isinstance(exc, Forbidden) else None
+        return audit.event(verb=verb, user=self.user, ref=target.ref(), code=exc.code or 500, received=received,
+                           reason=exc.reason, message="" if secret else exc.message,
+                           hooks=(hook.group(1),) if hook else ())
+
+    def _target_of(self, obj: object, namespace: str | None, subresource: str | None = None) -> "_Target":
+        """The target of a write of obj, its kind resolved when it can be (for the audit log)."""
+        target = _target_of(obj, namespace, subresource)
+        try:
+            rt = self.resource_for(obj)
+        except APIError:
+            return target
+        ns = (target.namespace or "default") if rt.namespaced else ""
+        return _Target(rt, ns, target.name, subresource)
+
+    def _safe_namespace(self, rt: ResourceType, namespace: str | None) -> str:
+        try:
+            return self.namespace_of(rt, namespace)
+        except APIError:
+            return ""
+
     # -- helpers -----------------------------------------------------------------------
 
     def _merge_update(self, rt: ResourceType, current: dict, obj: dict, subresource: str | None) -> dict:
@@ -681,25 +914,13 @@ class APIServer:
                                 f'may be added ({", ".join(sorted(added))})')
         return new
 
-    def _namespace_of(self, rt: ResourceType, namespace: str | None, meta: dict | None = None) -> str:
-        """The namespace an object lives in ("" for cluster-scoped kinds)."""
-        if not rt.namespaced:
-            return ""
-        own = (meta or {}).get("namespace")
-        if own and namespace and own != namespace:
-            raise BadRequest(f'the namespace from the provided object "{own}" does not match the namespace '
-                             f'"{namespace}". You must pass \'--namespace={own}\' to perform this operation.')
-        ns = own or namespace or "default"
-        if not isinstance(ns, str):
-            raise Invalid(rt.group_kind, FieldError("metadata.namespace", "must be a string"))
-        return ns
+    def namespace_of(self, rt: ResourceType, namespace: str | None, meta: dict | None = None) -> str:
+        """The namespace an object lives in ("" for cluster-scoped kinds); kctl.api.typeinfo.namespace_of."""
+        return typeinfo.namespace_of(rt, namespace, meta)
 
-    def _schema(self, rt: ResourceType) -> dict | None:
-        if rt.is_custom:
-            return None  # custom resources use JSON merge semantics, as in Kubernetes
-        from kctl.api import schemas
-
-        return schemas.load(rt)
+    def schema_of(self, rt: ResourceType) -> dict | None:
+        """The schema apply and strategic merge use for rt; kctl.api.typeinfo.schema_of."""
+        return typeinfo.schema_of(rt)
 
     def _capture(self, sink: list[str], fn, *args):
         """Run fn with this thread's admission warnings collected into sink, not sent to warn."""
@@ -721,9 +942,105 @@ class _Abort(Exception):
     """Rolls back a transaction on purpose (dry run, atomic failure)."""
 
 
-def op_is_retryable(op: str) -> bool:
-    """apply re-merges against the newer object; a plain update keeps its precondition."""
-    return op == "apply"
+def _finished_deleting(meta: dict) -> bool:
+    """An update leaves nothing to wait for: terminating, no finalizers, and no grace left.
+
+    As Kubernetes' deleteForEmptyFinalizers: a pod still in its grace period (its node agent
+    stops it, then deletes it with grace 0) stays while its status is written.
+    """
+    return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers") \
+        and not meta.get("deletionGracePeriodSeconds")
+
+
+def op_is_retryable(op: str, obj: dict | None = None) -> bool:
+    """apply re-merges against the newer object; an update retries only without a resourceVersion."""
+    if op == "apply":
+        return True
+    if op in ("update", "replace", "update_status") and isinstance(obj, dict):
+        meta = obj.get("metadata")
+        return isinstance(meta, dict) and meta.get("resourceVersion") in (None, "")
+    return False
+
+
+def _backoff(attempt: int) -> None:
+    """Sleep before attempt+1 of a write that met a Conflict: short, growing, jittered."""
+    delay = min(RETRY_BACKOFF_BASE * (2 ** min(attempt, 16)), RETRY_BACKOFF_CAP)
+    time.sleep(delay * random.uniform(0.5, 1.5))
+
+
+def _system_meta(obj: dict) -> dict:
+    """The server-owned metadata fields of obj, as they are before admission."""
+    meta = obj.get("metadata") or {}
+    return {key: copy.deepcopy(meta[key]) for key in SYSTEM_META if key in meta}
+
+
+def _restore_system_meta(obj: dict, owned: dict) -> None:
+    """Undo what admission (a mutating hook) did to server-owned metadata, as Kubernetes does."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        meta = obj["metadata"] = {}
+    for key in SYSTEM_META:
+        if key in owned:
+            meta[key] = copy.deepcopy(owned[key])
+        else:
+            meta.pop(key, None)
+
+
+def _matched_hooks(mutating: list[dict], validating: list[dict], request: object, ns_labels: dict | None,
+                   matches: Callable[[dict, object, dict | None], bool]) -> tuple[str, ...]:
+    """Names of the hooks a request went to (for the audit log); a malformed one is left out."""
+    names: set[str] = set()
+    for hook in (*mutating, *validating):
+        try:
+            if matches(hook, request, ns_labels):
+                names.add(str((hook.get("metadata") or {}).get("name", "")))
+        except APIError:
+            continue
+    names.discard("")
+    return tuple(sorted(names))
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What a request was about, as far as it is known (for the audit log)."""
+
+    rt: ResourceType | None
+    namespace: str
+    name: str
+    subresource: str | None = None
+    kind: str = ""  # when rt is unknown: the kind the request named
+
+    @staticmethod
+    def of(p: "Prepared | None") -> "_Target | None":
+        return None if p is None else _Target(p.rt, p.namespace, p.name, p.subresource)
+
+    def ref(self) -> audit.ObjectRef:
+        rt = self.rt
+        if rt is None:
+            return audit.ObjectRef(resource=self.kind.lower(), namespace=self.namespace, name=self.name)
+        return audit.ObjectRef(resource=rt.plural, namespace=self.namespace if rt.namespaced else "", name=self.name,
+                               api_group=rt.group, api_version=rt.version, subresource=self.subresource or "")
+
+
+def _target_of(obj: object, namespace: str | None, subresource: str | None = None) -> _Target:
+    """The target of a write of obj, before its kind is resolved."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    kind = obj.get("kind") if isinstance(obj, dict) else None
+    ns = meta.get("namespace") or namespace or ""
+    name = meta.get("name") or meta.get("generateName") or ""
+    return _Target(None, str(ns), str(name), subresource, kind=str(kind or ""))
+
+
+def _op_verb(op: str, p: "Prepared | None") -> str:
+    """The Kubernetes verb of a write_all op: apply creates or patches (as kubectl does)."""
+    if op == "apply":
+        return "create" if p is not None and p.verb == "create" else "patch"
+    if op in ("update", "replace", "update_status"):
+        return "update"
+    if op == "create":
+        return "create"
+    return {"create": "create", "delete": "delete"}.get(p.verb if p is not None else "", "update")
 
 
 def _conflict(rt: ResourceType, name: str) -> Conflict:

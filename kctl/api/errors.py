@@ -43,6 +43,11 @@ class BadRequest(APIError):
     reason, code, exit_code = "BadRequest", 400, 1
 
 
+class ClientSideError(BadRequest):
+    """Bad input a client finds itself, before any request (unknown resource type, bad flag combination,
+    output format or template): the CLI prints `error: ...` for it, as kubectl does, not `Error from server`."""
+
+
 class NotFound(APIError):
     """The named object does not exist."""
 
@@ -98,3 +103,9 @@ class Timeout(APIError):
     """A wait (delete --wait, watch with a deadline) ran out."""
 
     reason, code, exit_code = "Timeout", 504, 9
+
+
+class RequestEntityTooLarge(APIError):
+    """A request over 3 MiB, or an object over etcd's 1.5 MiB (kctl.api.limits)."""
+
+    reason, code, exit_code = "RequestEntityTooLarge", 413, 6

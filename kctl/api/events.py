@@ -19,8 +19,13 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 from kctl.api.errors import AlreadyExists, APIError, Conflict, NotFound
+
+if TYPE_CHECKING:
+    from kctl.api.contract import API
+    from kctl.api.resources import ResourceType
 
 log = logging.getLogger("kctl.events")
 
@@ -81,7 +86,7 @@ def involved_reference(obj: dict, *, field_path: str = "") -> dict:
     return ref
 
 
-def record(api, involved: dict, *, type: str, reason: str, message: str, component: str,
+def record(api: API, involved: dict, *, type: str, reason: str, message: str, component: str,
            field_path: str = "", host: str = "") -> None:
     """Record an Event about `involved` (a Pod, Node, ...), or bump the matching one's count.
 
@@ -96,12 +101,12 @@ def record(api, involved: dict, *, type: str, reason: str, message: str, compone
                     meta.get("namespace", ""), meta.get("name"), exc)
 
 
-def _record(api, involved: dict, *, type: str, reason: str, message: str, component: str, field_path: str,
+def _record(api: API, involved: dict, *, type: str, reason: str, message: str, component: str, field_path: str,
             host: str) -> None:
     meta = involved.get("metadata") or {}
     namespace = meta.get("namespace") or DEFAULT_NAMESPACE
     uid = meta.get("uid", "")
-    key: _Key = (str(api.store.path), namespace, uid, reason, message, component, host, field_path)
+    key: _Key = (api.where, namespace, uid, reason, message, component, host, field_path)
     rt = api.resource("events")
     for _ in range(UPDATE_ATTEMPTS):
         existing = _find(api, rt, key)
@@ -123,7 +128,7 @@ def _record(api, involved: dict, *, type: str, reason: str, message: str, compon
                 meta.get("name"), UPDATE_ATTEMPTS)
 
 
-def _find(api, rt, key: _Key) -> dict | None:
+def _find(api: API, rt: ResourceType, key: _Key) -> dict | None:
     """The stored Event for `key`, if this process recorded it and it still exists.
 
     Only the process-local index is consulted, never a list of the namespace's Events: a
@@ -153,7 +158,7 @@ def _matches(event: dict, key: _Key) -> bool:
             and involved.get("fieldPath", "") == field_path)
 
 
-def _create(api, involved: dict, namespace: str, *, type: str, reason: str, message: str, component: str,
+def _create(api: API, involved: dict, namespace: str, *, type: str, reason: str, message: str, component: str,
             field_path: str, host: str) -> dict:
     now = _now()
     source = {"component": component}

@@ -54,6 +54,20 @@ def m002_default_namespace(db: Database) -> None:
                "VALUES (?, 'ADDED', 'Namespace', '', 'default', ?)", [rev, data])
 
 
+@store_migrations()
+def m003_encrypt_secrets(db: Database) -> None:
+    """Secrets are stored encrypted: make the key file beside the store and seal any clear Secret."""
+    from pathlib import Path
+
+    from kctl.api.encryption import KeyRing, key_path
+    from kctl.api.store import ensure_key_file, reseal_rows
+
+    file = next(row[2] for row in db.conn.execute("PRAGMA database_list") if row[1] == "main")
+    ring = ensure_key_file(db.conn, KeyRing(key_path(Path(file))))
+    while reseal_rows(db.conn, ring, limit=500):
+        pass
+
+
 def apply(conn: sqlite3.Connection) -> None:
     """Bring the store at conn up to SCHEMA_VERSION, under one write lock (racing openers wait)."""
     conn.execute("BEGIN IMMEDIATE")

@@ -137,10 +137,11 @@ def json_patch(target: dict, ops: list) -> dict:
     """RFC 6902 JSON patch, applied with the `jsonpatch` library.
 
     Raises BadRequest when `ops` is not a list, and Invalid naming the failing op's
-    index (`patch is invalid: [2]: test /spec/replicas: ...`) for any op that fails.
+    index, operation and path (`patch is invalid: [2]: test /data/pw: testing value
+    /data/pw failed: test failed`, `[0]: add /a/b: doc is missing path: "/a/b"`). The
+    message never quotes a value of the object (nor of the patch): it may be a Secret's.
     """
     import jsonpatch
-    import jsonpointer
 
     if not isinstance(ops, list):
         raise BadRequest(f"json patch must be a list of operations, not {_kind(ops)}")
@@ -148,16 +149,69 @@ def json_patch(target: dict, ops: list) -> dict:
     for i, op in enumerate(ops):
         if not isinstance(op, dict):
             raise Invalid("patch", FieldError(f"[{i}]", f"operation must be an object, not {_kind(op)}"))
-        where = " ".join(str(op[k]) for k in ("op", "path") if isinstance(op.get(k), str))
+        where = " ".join(_short(op[k]) for k in ("op", "path") if isinstance(op.get(k), str))
         try:
             doc = jsonpatch.JsonPatch([op]).apply(doc, in_place=True)
-        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException,
-                AssertionError, TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
-            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        except Exception as exc:  # noqa: BLE001 - any failure of one op is reported the same way
+            message = _json_patch_error(exc, op, doc)
             raise Invalid("patch", FieldError(f"[{i}]", f"{where}: {message}" if where else message)) from None
     if not isinstance(doc, dict):
         raise Invalid("patch", FieldError("", f"the patched object must be an object, not {_kind(doc)}"))
     return doc
+
+
+#: messages of the jsonpatch library that hold no value of the document (kept as they are)
+_SAFE_PATCH_MESSAGES = (
+    "Cannot move values into their own children", "can't insert outside of list", "can't replace outside of list",
+    "can't remove the whole document", "Location must start with /", "Operation must have a 'path' member",
+    "Invalid 'path'", "The operation does not contain a 'value' member",
+    "The operation does not contain a 'from' member",
+)
+
+
+def _short(text: object, limit: int = 200) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _json_patch_error(exc: Exception, op: dict, doc: object) -> str:
+    """Why op failed, in Kubernetes' words, naming its operation and paths only."""
+    import jsonpatch
+    import jsonpointer
+
+    name = _short(op.get("op")) if isinstance(op.get("op"), str) else "patch"
+    path = _short(op.get("path")) if isinstance(op.get("path"), str) else ""
+    source = _short(op.get("from")) if isinstance(op.get("from"), str) else ""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    if isinstance(exc, jsonpatch.JsonPatchTestFailed):
+        return f"testing value {path} failed: test failed"
+    if isinstance(exc, jsonpatch.InvalidJsonPatch):
+        if text.startswith("Unknown operation"):
+            return f'unknown operation "{name}"'
+        return text if text in _SAFE_PATCH_MESSAGES else "not a valid operation"
+    if name in ("move", "copy") and source and not _resolves(doc, source):
+        return f'doc is missing from path: "{source}"'
+    if isinstance(exc, jsonpatch.JsonPatchPathNotFound) or " not found in " in text:
+        return f'doc is missing path: "{path}"'
+    if isinstance(exc, jsonpointer.JsonPointerException):
+        if text.startswith("Cannot apply token"):
+            return f'"{path}" goes through a value that is not an object or a list'
+        if "sequence index" in text or "array index" in text:
+            return f'"{path}" is not a valid list index'
+        return text if text in _SAFE_PATCH_MESSAGES else f'"{path}" is not a valid path'
+    if isinstance(exc, jsonpatch.JsonPatchConflict) and text in _SAFE_PATCH_MESSAGES:
+        return text
+    return f"{name} operation does not apply"
+
+
+def _resolves(doc: object, pointer: str) -> bool:
+    import jsonpointer
+
+    try:
+        jsonpointer.resolve_pointer(doc, pointer)
+    except (jsonpointer.JsonPointerException, KeyError, IndexError, TypeError):
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------- schema walk

@@ -1,8 +1,8 @@
 """RemoteAPIServer: the API of a control host, reached over SSH (`kctl --server ssh://...`).
 
 kctl.cli.connect returns one when `--server` (or $KCTL_SERVER) is given, and
-`kctl daemon --server` (node mode) runs its node agent on one. It has the methods of
-kctl.api.apiserver.APIServer that the CLI and the agent use, and answers them by asking
+`kctl daemon --server` (node mode) runs its node agent on one. It implements the API
+contract (kctl.api.contract.API), as kctl.api.apiserver.APIServer does, and answers by asking
 `kctl serve --stdio` on the control host (kctl.api.serve) over one `ssh` process:
 
     ssh <kctl.ssh.ssh_options> -T -- user@host 'kctl' 'serve' '--stdio' '--store' '/path/kctl.db'
@@ -33,13 +33,16 @@ import shlex
 import subprocess
 import threading
 from collections import deque
-from typing import Callable, Iterator, Protocol
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
-from kctl.api import wire
-from kctl.api.errors import BadRequest
+from kctl.api import typeinfo, wire
+from kctl.api.errors import BadRequest, ClientSideError, NotFound
 from kctl.api.resources import Registry, ResourceType, builtin_registry
 from kctl.api.wire import ServerUnavailable
 from kctl.ssh import SSHTarget, ssh_options
+
+if TYPE_CHECKING:
+    from kctl.api.apiserver import Binding, WriteResult
 
 log = logging.getLogger("kctl.remote")
 
@@ -216,7 +219,8 @@ class _Connection:
         """Send one request and wait for its answer (the raw message)."""
         rid, answers = self.open()
         try:
-            self.send({"id": rid, "method": method, "args": [], "kwargs": kwargs})
+            # userAgent: which client this is, for the control host's audit log (kctl.api.audit)
+            self.send({"id": rid, "method": method, "args": [], "kwargs": kwargs, "userAgent": _user_agent()})
             try:
                 message = answers.get(timeout=timeout)
             except queue.Empty:
@@ -265,26 +269,10 @@ class _Connection:
 
 # -- the API -----------------------------------------------------------------------------------
 
-class RemoteStore:
-    """The few store reads the CLI makes directly, answered by the control host's store."""
+def _user_agent() -> str:
+    from kctl.api.audit import user_agent
 
-    def __init__(self, remote: "RemoteAPIServer") -> None:
-        self._remote = remote
-        self.path = remote.where  # where events and messages say the store is
-
-    def get(self, kind: str, namespace: str, name: str) -> dict | None:
-        return self._remote._call("store_get", kind=kind, namespace=namespace, name=name)
-
-    def get_by_uid(self, uid: str) -> dict | None:
-        return self._remote._call("store_get_by_uid", uid=uid)
-
-    def revision(self) -> int:
-        return self._remote._call("store_revision")
-
-    def _unsupported(self, *_args, **_kwargs):
-        raise BadRequest("not supported with --server: run this command on the control host")
-
-    backup = restore = vacuum = compact = _unsupported
+    return user_agent()
 
 
 class RemoteAPIServer:
@@ -301,7 +289,6 @@ class RemoteAPIServer:
             self.where = url
         self.url = url
         self.warn = warn or (lambda message: log.warning("%s", message))
-        self.store = RemoteStore(self)
         self.server_info: dict = {}  # what `hello` said: protocol, version, store, user
         self._channel_factory = channel_factory
         self._builtin = builtin_registry()
@@ -361,6 +348,11 @@ class RemoteAPIServer:
         self.close()
 
     @property
+    def local_path(self) -> str | None:
+        """None: the store is on the control host."""
+        return None
+
+    @property
     def user(self) -> str:
         """The user the control host's API writes as (the SSH user there)."""
         if not self.server_info:
@@ -388,20 +380,30 @@ class RemoteAPIServer:
         except BadRequest:
             return wire.decode_rt(self._call("resource_for", obj=obj))
 
-    def _namespace_of(self, rt: ResourceType, namespace: str | None, meta: dict | None = None) -> str:
-        from kctl.api.apiserver import APIServer
+    def namespace_of(self, rt: ResourceType, namespace: str | None, meta: dict | None = None) -> str:
+        """As APIServer.namespace_of (the same function, kctl.api.typeinfo; no round trip)."""
+        return typeinfo.namespace_of(rt, namespace, meta)
 
-        return APIServer._namespace_of(self, rt, namespace, meta)
-
-    def _schema(self, rt: ResourceType) -> dict | None:
-        from kctl.api.apiserver import APIServer
-
-        return APIServer._schema(self, rt)
+    def schema_of(self, rt: ResourceType) -> dict | None:
+        """As APIServer.schema_of (the same function, kctl.api.typeinfo; no round trip)."""
+        return typeinfo.schema_of(rt)
 
     # -- reads ----------------------------------------------------------------------------
 
     def get(self, rt: ResourceType, name: str, *, namespace: str | None = None) -> dict:
         return self._call("get", rt=wire.rt_name(rt), name=name, namespace=namespace)
+
+    def find(self, rt: ResourceType, name: str, *, namespace: str | None = None) -> dict | None:
+        try:
+            return self.get(rt, name, namespace=namespace)
+        except NotFound:
+            return None
+
+    def get_by_uid(self, uid: str) -> dict | None:
+        return self._call("store_get_by_uid", uid=uid)
+
+    def revision(self) -> int:
+        return self._call("store_revision")
 
     def list(self, rt: ResourceType, *, namespace: str | None = None, label_selector=None,
              field_selector=None) -> tuple[list[dict], int]:
@@ -462,12 +464,16 @@ class RemoteAPIServer:
     def update_status(self, obj: dict, *, dry_run: bool = False) -> dict:
         return self._call("update_status", obj=obj, dry_run=dry_run)
 
+    def update_status_all(self, objs: list[dict], *, dry_run: bool = False) -> list[WriteResult]:
+        """As APIServer.update_status_all: write_all's update_status op on the control host."""
+        return self.write_all([("update_status", obj) for obj in objs], dry_run=dry_run)
+
     def patch(self, rt: ResourceType, name: str, patch, *, patch_type: str = "strategic",
               namespace: str | None = None, subresource: str | None = None, dry_run: bool = False) -> dict:
         return self._call("patch", rt=wire.rt_name(rt), name=name, patch=patch, patch_type=patch_type,
                           namespace=namespace, subresource=subresource, dry_run=dry_run)
 
-    def apply(self, obj: dict, *, namespace: str | None = None, dry_run: bool = False):
+    def apply(self, obj: dict, *, namespace: str | None = None, dry_run: bool = False) -> WriteResult:
         return wire.decode_write_result(self._call("apply", obj=obj, namespace=namespace, dry_run=dry_run))
 
     def delete(self, rt: ResourceType, name: str, *, namespace: str | None = None,
@@ -477,7 +483,7 @@ class RemoteAPIServer:
                           grace_period=grace_period, resource_version=resource_version, dry_run=dry_run)
 
     def write_all(self, ops: list[tuple[str, dict]], *, namespace: str | None = None, dry_run: bool = False,
-                  atomic: bool = False) -> list:
+                  atomic: bool = False) -> list[WriteResult]:
         results = self._call("write_all", ops=[[op, obj] for op, obj in ops], namespace=namespace,
                              dry_run=dry_run, atomic=atomic)
         return [wire.decode_write_result(r) for r in results]
@@ -485,10 +491,28 @@ class RemoteAPIServer:
     def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> dict:
         return self._call("bind", namespace=namespace, name=name, node_name=node_name, uid=uid)
 
-    def bind_all(self, bindings: list) -> list:
+    def bind_all(self, bindings: list[Binding]) -> list[WriteResult]:
         results = self._call("bind_all", bindings=[wire.encode_binding(b) for b in bindings])
         return [wire.decode_write_result(r) for r in results]
 
+    # -- the store: only on the control host ----------------------------------------------
 
-__all__ = ["Channel", "RemoteAPIServer", "RemoteStore", "SSHChannel", "ServerUnavailable", "parse_server_url",
+    def _unsupported(self) -> ClientSideError:
+        """Refused here, before any request (the CLI prints `error: ...`)."""
+        return ClientSideError("not supported with --server: run this command on the control host")
+
+    def backup(self, dest: str | os.PathLike) -> int:
+        raise self._unsupported()
+
+    def restore(self, source: str | os.PathLike) -> int:
+        raise self._unsupported()
+
+    def vacuum(self) -> tuple[int, int]:
+        raise self._unsupported()
+
+    def rotate_key(self) -> tuple[str, int, str]:
+        raise self._unsupported()
+
+
+__all__ = ["Channel", "RemoteAPIServer", "SSHChannel", "ServerUnavailable", "parse_server_url",
            "ssh_command"]

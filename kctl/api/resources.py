@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from kctl.api.errors import BadRequest
+from kctl.api.errors import ClientSideError
 
 
 @dataclass(frozen=True)
@@ -112,15 +112,15 @@ class Registry:
         return iter(self._types)
 
     def for_object(self, obj: dict) -> ResourceType:
-        """The type named by an object's apiVersion and kind; BadRequest if kctl has none."""
+        """The type named by an object's apiVersion and kind; ClientSideError (a BadRequest) if kctl has none."""
         api_version, kind = obj.get("apiVersion"), obj.get("kind")
         if not isinstance(kind, str) or not kind:
-            raise BadRequest("kind: Required value: every object needs a kind")
+            raise ClientSideError("kind: Required value: every object needs a kind")
         if not isinstance(api_version, str) or not api_version:
-            raise BadRequest("apiVersion: Required value: every object needs an apiVersion")
+            raise ClientSideError("apiVersion: Required value: every object needs an apiVersion")
         rt = self._by_gvk.get((api_version, kind))
         if rt is None:
-            raise BadRequest(f'no matches for kind "{kind}" in version "{api_version}"')
+            raise ClientSideError(f'no matches for kind "{kind}" in version "{api_version}"')
         return rt
 
     def by_group_kind(self, group_kind: str) -> ResourceType | None:
@@ -131,7 +131,7 @@ class Registry:
         key = name.lower()
         found = self._by_name.get(key) or self._by_name.get(key.split("/")[0])
         if not found:
-            raise BadRequest(f'the server doesn\'t have a resource type "{name}"')
+            raise ClientSideError(f'the server doesn\'t have a resource type "{name}"')
         return found[0]
 
 

@@ -8,6 +8,10 @@ own until it ends, fails, or the client cancels it. Only the methods in `METHODS
 called. Admission warnings met while serving a request go back with its response (the
 served APIServer's warn callback is `warn`).
 
+The audit log (kctl.api.audit) of the control host records each write with the user
+this process runs as (the SSH login: ssh started it), the SSH client's address
+(SSH_CONNECTION), and the client's own name that each request carries (`userAgent`).
+
 `serve()` returns when its input ends (the client closed the connection, or ssh died):
 every watch is stopped and the pool drained.
 """
@@ -18,11 +22,14 @@ import inspect
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import BinaryIO, Callable
+from typing import TYPE_CHECKING, BinaryIO, Callable
 
 from kctl import __version__
-from kctl.api import wire
+from kctl.api import audit, wire
 from kctl.api.errors import APIError, BadRequest
+
+if TYPE_CHECKING:
+    from kctl.api.apiserver import APIServer
 
 log = logging.getLogger("kctl.serve")
 
@@ -60,13 +67,13 @@ _RESULTS: dict[str, Callable] = {
 
 
 class _Methods:
-    """What a client may call: the APIServer's public methods and three reads of its store."""
+    """What a client may call: the API contract's methods (kctl.api.contract) except the store's administration."""
 
-    def __init__(self, api) -> None:
+    def __init__(self, api: APIServer) -> None:
         self.api = api
 
     def hello(self) -> dict:
-        return {"protocol": wire.PROTOCOL, "version": __version__, "store": str(self.api.store.path),
+        return {"protocol": wire.PROTOCOL, "version": __version__, "store": self.api.where,
                 "user": self.api.user}
 
     def resource(self, name: str):
@@ -114,14 +121,11 @@ class _Methods:
     def bind_all(self, bindings):
         return self.api.bind_all(bindings)
 
-    def store_get(self, kind, namespace, name):
-        return self.api.store.get(kind, namespace, name)
-
-    def store_get_by_uid(self, uid):
-        return self.api.store.get_by_uid(uid)
+    def store_get_by_uid(self, uid):  # (the wire names of get_by_uid and revision)
+        return self.api.get_by_uid(uid)
 
     def store_revision(self):
-        return self.api.store.revision()
+        return self.api.revision()
 
     def watch(self, rt, *, since, namespace=None, label_selector=None, field_selector=None, timeout=None,
               known=None, _stop=None):
@@ -136,7 +140,7 @@ METHODS = frozenset(name for name in vars(_Methods) if not name.startswith("_"))
 class Server:
     """Serves one client on (rfile, wfile); `run()` until rfile ends."""
 
-    def __init__(self, api, rfile: BinaryIO, wfile: BinaryIO, *, workers: int = WORKERS) -> None:
+    def __init__(self, api: APIServer, rfile: BinaryIO, wfile: BinaryIO, *, workers: int = WORKERS) -> None:
         self.api = api
         self.methods = _Methods(api)
         self.rfile = rfile
@@ -210,7 +214,8 @@ class Server:
         _local.warnings = warnings = []
         try:
             method, fn, bound = self._bind(message)
-            result = fn(*bound.args, **bound.kwargs)
+            with audit.client(_client_of(message)):
+                result = fn(*bound.args, **bound.kwargs)
             reply = {"id": rid, "result": _RESULTS.get(method, lambda r: r)(result)}
         except Exception as exc:
             if not isinstance(exc, APIError):  # a bug: say so on stderr (the client's ssh shows it)
@@ -256,6 +261,14 @@ class Server:
         finally:
             with self._lock:
                 self._watches.pop(rid, None)
+
+
+def _client_of(message: dict) -> str:
+    """The client's name a request carries (as it says: informational), else this server's."""
+    agent = message.get("userAgent")
+    if isinstance(agent, str) and agent.strip():
+        return agent
+    return f"kctl/{__version__} (serve --stdio)"
 
 
 def serve(store_path: str | None, rfile: BinaryIO, wfile: BinaryIO, *, workers: int = WORKERS) -> None:

@@ -8,7 +8,15 @@ that still meets a lock is retried, so "database is locked" never reaches a user
 Every committed write takes the next global revision (like etcd's) and appends
 (revision, ADDED|MODIFIED|DELETED, object) to the change log; `watch(since)` yields
 every later change in order, with no gaps, and raises Gone when `since` is older than
-the compacted horizon.
+the compacted horizon. A watcher that catches up reads the log in pages bounded by bytes
+(`page_bytes`), not by a count of changes, and decodes one change at a time, so its memory
+stays bounded however large the objects are.
+
+Compaction is driven by the store's own state: any write that finds the log longer than
+`history + compact_batch` revisions runs one bounded step, whichever process wrote.
+
+The stored JSON of Secrets (objects and change log) is encrypted with the key file beside
+the store (kctl.api.encryption); reads decrypt it, so every layer above sees plain objects.
 """
 
 from __future__ import annotations
@@ -17,20 +25,31 @@ import contextlib
 import json
 import os
 import sqlite3
+import stat
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from kctl.api.errors import APIError, Gone
 
-SCHEMA_VERSION = 2
+if TYPE_CHECKING:
+    from kctl.api.encryption import KeyRing
+
+SCHEMA_VERSION = 3
 #: change-log entries kept behind the head before compaction may drop them
 DEFAULT_HISTORY = 10_000
-#: rows one compaction step deletes at most (keeps each step's cost bounded)
+#: rows one compaction step deletes at most (keeps each step's cost bounded); a step runs
+#: when the log holds more than history + COMPACT_BATCH revisions
 COMPACT_BATCH = 1_000
+#: bytes of stored JSON one page of the change log (or of a paged list) holds at most
+#: (a single larger object still makes a page of its own)
+PAGE_BYTES = 4 << 20
 LOCK_RETRY_SECONDS = 120.0
+#: kinds (ResourceType.group_kind) whose stored JSON is encrypted (kctl.api.encryption);
+#: kept here so that reading a store never imports the crypto library unless a Secret is touched
+ENCRYPTED_KINDS = frozenset({"Secret"})
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 _loads = json.loads
@@ -60,13 +79,115 @@ class StoreError(APIError):
     """The store file cannot be opened or used (not a kctl store, unreadable, corrupt)."""
 
 
+def secure_folder(folder: Path) -> None:
+    """Create the store's folder 0700, or tighten an existing one of ours to 0700.
+
+    A folder that others may write to and that is shared (sticky, as /tmp) or not ours is
+    refused: files kctl makes there (the key file) could be planted or swapped.
+    """
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        st = folder.stat()
+    except OSError as exc:
+        raise StoreError(f"{folder}: cannot create the store's folder: {exc.strerror}") from None
+    mode = stat.S_IMODE(st.st_mode)
+    if not mode & 0o077:
+        return
+    shared = mode & 0o022 and (mode & stat.S_ISVTX or st.st_uid != os.getuid())
+    if shared or st.st_uid != os.getuid():
+        raise StoreError(f"{folder}: the store's folder has mode {mode:04o} and belongs to uid {st.st_uid}; "
+                         "kctl keeps a store only in a folder of its own (0700): choose another folder")
+    try:
+        os.chmod(folder, mode & ~0o077)
+    except OSError as exc:
+        raise StoreError(f"{folder}: the store's folder has mode {mode:04o} and cannot be made 0700: "
+                         f"{exc.strerror}") from None
+
+
 def _secure_file(path: Path) -> None:
-    """Create the state folder 0700 and the database file 0600 before SQLite opens them."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    """Create the state folder 0700 and the database file 0600 before SQLite opens them.
+
+    Files of an existing store with looser modes (db, -wal, -shm) are tightened to 0600.
+    """
+    secure_folder(path.parent)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot open store: {exc.strerror}") from None
     os.close(fd)
-    if path.stat().st_mode & 0o077:
-        os.chmod(path, 0o600)
+    for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            if name.stat().st_mode & 0o077:
+                os.chmod(name, 0o600)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise StoreError(f"{name}: readable by others and cannot be made 0600: {exc.strerror}") from None
+
+
+def _list_query(kind: str, namespace: str | None, name: str | None) -> tuple[str, list]:
+    """The SELECT of Store.list: (namespace, name, data) of a kind, in key order."""
+    sql = "SELECT namespace, name, data FROM objects WHERE kind=?"
+    args: list = [kind]
+    if namespace is not None:
+        sql += " AND namespace=?"
+        args.append(namespace)
+    if name is not None:
+        sql += " AND name=?"
+        args.append(name)
+    return sql + " ORDER BY namespace, name", args
+
+
+def _has_sealed_rows(conn: sqlite3.Connection) -> bool:
+    """Whether any encrypted row exists (objects or change log)."""
+    kinds = tuple(ENCRYPTED_KINDS)
+    marks = ",".join("?" * len(kinds))
+    return any(conn.execute(f"SELECT 1 FROM {table} WHERE kind IN ({marks}) AND typeof(data)='blob' LIMIT 1",
+                            kinds).fetchone() for table in ("objects", "changes"))
+
+
+def ensure_key_file(conn: sqlite3.Connection, ring: "KeyRing") -> "KeyRing":
+    """Create the ring's key file (0600) on first use; refused if the store holds sealed rows without it."""
+    if not ring.exists():
+        from kctl.api.encryption import EncryptionError, new_key, write_key_file
+
+        if _has_sealed_rows(conn):
+            raise EncryptionError(f"key file {ring.path} is missing but the store holds encrypted Secrets "
+                                  "(copy the key file of this store beside it; see docs/security.md)")
+        secure_folder(ring.path.parent)
+        write_key_file(ring.path, [new_key()], replace=False)
+    return ring
+
+
+def reseal_rows(conn: sqlite3.Connection, ring: "KeyRing", *, limit: int) -> int:
+    """Encrypt with the ring's primary key up to `limit` Secret rows that are clear or use another key.
+
+    Called inside a write transaction (migration, key rotation); rows keep their revision.
+    Returns how many rows it rewrote.
+    """
+    from kctl.api.encryption import PREFIX, aad
+
+    primary = ring.primary()
+    mark = PREFIX + primary.name.encode() + b":"
+    kinds = tuple(ENCRYPTED_KINDS)
+    marks = ",".join("?" * len(kinds))
+    done = 0
+    for table, key in (("objects", "kind=? AND namespace=? AND name=?"), ("changes", "rev=?")):
+        cols = "kind, namespace, name" if table == "objects" else "rev, kind, namespace, name"
+        rows = conn.execute(f"SELECT {cols}, data FROM {table} WHERE kind IN ({marks}) AND "
+                            f"(typeof(data)!='blob' OR substr(data, 1, ?)!=?) LIMIT ?",
+                            (*kinds, len(mark), mark, limit - done)).fetchall()
+        for row in rows:
+            kind, namespace, name, data = row[-4:]
+            what = f"{kind} {namespace}/{name}"
+            text = ring.open(data, aad(kind, namespace, name), what=what) if isinstance(data, bytes) \
+                else data.encode()
+            conn.execute(f"UPDATE {table} SET data=? WHERE {key}",
+                         (ring.seal(text, aad(kind, namespace, name)), *(row[:1] if table == "changes" else row[:3])))
+        done += len(rows)
+        if done >= limit:
+            break
+    return done
 
 
 def _retry_locked(fn):
@@ -96,7 +217,7 @@ class Transaction:
         row = self._conn.execute(
             "SELECT data FROM objects WHERE kind=? AND namespace=? AND name=?",
             (kind, namespace, name)).fetchone()
-        return _loads(row[0]) if row else None
+        return self._store._decode(kind, namespace, name, row[0]) if row else None
 
     def exists_in_namespace(self, namespace: str) -> bool:
         row = self._conn.execute("SELECT 1 FROM objects WHERE namespace=? LIMIT 1", (namespace,)).fetchone()
@@ -111,7 +232,7 @@ class Transaction:
         rev = self._next_revision()
         meta = obj.setdefault("metadata", {})
         meta["resourceVersion"] = str(rev)
-        data = _dumps(obj)
+        data = self._store._encode(self._conn, kind, namespace, name, _dumps(obj))
         uid = meta.get("uid", "")
         self._conn.execute(
             "INSERT OR REPLACE INTO objects(kind, namespace, name, uid, rv, data) VALUES (?,?,?,?,?,?)",
@@ -130,19 +251,22 @@ class Transaction:
         obj.setdefault("metadata", {})["resourceVersion"] = str(rev)
         self._conn.execute("DELETE FROM objects WHERE kind=? AND namespace=? AND name=?", (kind, namespace, name))
         self._conn.execute("DELETE FROM owners WHERE kind=? AND namespace=? AND name=?", (kind, namespace, name))
-        self._log(rev, "DELETED", kind, namespace, name, _dumps(obj), obj)
+        self._log(rev, "DELETED", kind, namespace, name,
+                  self._store._encode(self._conn, kind, namespace, name, _dumps(obj)), obj)
         return obj
 
     def list(self, kind: str) -> list[dict]:
         """Every object of a kind, as this transaction sees them."""
-        return [_loads(r[0]) for r in self._conn.execute("SELECT data FROM objects WHERE kind=?", (kind,))]
+        return [self._store._decode(kind, r[0], r[1], r[2]) for r in self._conn.execute(
+            "SELECT namespace, name, data FROM objects WHERE kind=?", (kind,))]
 
     def dependents(self, owner_uid: str) -> list[tuple[str, str, str]]:
         """(kind, namespace, name) of every object with an ownerReference to owner_uid."""
         return [tuple(r) for r in self._conn.execute(
             "SELECT kind, namespace, name FROM owners WHERE owner_uid=?", (owner_uid,))]
 
-    def _log(self, rev: int, event: str, kind: str, namespace: str, name: str, data: str, obj: dict) -> None:
+    def _log(self, rev: int, event: str, kind: str, namespace: str, name: str, data: str | bytes,
+             obj: dict) -> None:
         self._conn.execute("INSERT INTO changes(rev, type, kind, namespace, name, data) VALUES (?,?,?,?,?,?)",
                            (rev, event, kind, namespace, name, data))
         self.changes.append(Change(rev, event, kind, namespace, name, obj))
@@ -152,19 +276,24 @@ class Store:
     """One SQLite file holding every object; safe to share between threads and processes."""
 
     def __init__(self, path: str | os.PathLike | None = None, *, synchronous: str = "FULL",
-                 busy_timeout: float = 10.0, history: int = DEFAULT_HISTORY) -> None:
+                 busy_timeout: float = 10.0, history: int = DEFAULT_HISTORY, compact_batch: int = COMPACT_BATCH,
+                 page_bytes: int = PAGE_BYTES) -> None:
         self.path = Path(path) if path is not None else default_path()
         self.synchronous = synchronous
         self.busy_timeout = busy_timeout
         self.history = history
+        self.compact_batch = compact_batch
+        self.page_bytes = page_bytes
         self._local = threading.local()
         self._wake = threading.Condition()
-        self._writes = 0
+        self._ring: KeyRing | None = None
         _secure_file(self.path)
         conn = self._conn()
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version < SCHEMA_VERSION:
             _retry_locked(lambda: self._migrate(conn))
+            with contextlib.suppress(sqlite3.OperationalError):  # no clear Secret left in the WAL
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         elif version > SCHEMA_VERSION:
             raise StoreError(f"{self.path}: store was written by a newer kctl (schema {version})")
 
@@ -181,6 +310,7 @@ class Store:
                 if mode != "wal":
                     _retry_locked(lambda: conn.execute("PRAGMA journal_mode=WAL"))
                 conn.execute(f"PRAGMA synchronous={self.synchronous}")
+                conn.execute("PRAGMA secure_delete=ON")  # freed pages keep no clear text
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"{self.path}: cannot open store: {exc}") from exc
             self._local.conn = conn
@@ -197,6 +327,84 @@ class Store:
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+    # -- encryption of Secrets -----------------------------------------------------------
+
+    @property
+    def key_path(self) -> Path:
+        """The key file of this store (`<store>.keys`), beside it."""
+        return self.path.with_name(self.path.name + ".keys")
+
+    def keyring(self) -> "KeyRing":
+        if self._ring is None:
+            from kctl.api.encryption import KeyRing
+
+            self._ring = KeyRing(self.key_path)
+        return self._ring
+
+    def _decode(self, kind: str, namespace: str, name: str, data: str | bytes) -> dict:
+        """A stored row's object; sealed rows (BLOBs) are decrypted first."""
+        if data.__class__ is bytes:
+            from kctl.api.encryption import aad
+
+            data = self.keyring().open(data, aad(kind, namespace, name), what=f"{kind} {namespace}/{name}")
+        return _loads(data)
+
+    def _encode(self, conn: sqlite3.Connection, kind: str, namespace: str, name: str, text: str) -> str | bytes:
+        """What to store for an object's JSON: sealed for the encrypted kinds, else the text."""
+        if kind not in ENCRYPTED_KINDS:
+            return text
+        from kctl.api.encryption import aad
+
+        ring = self.ensure_key(conn)
+        return ring.seal(text.encode(), aad(kind, namespace, name))
+
+    def ensure_key(self, conn: sqlite3.Connection | None = None) -> "KeyRing":
+        """The key ring, its file created (0600) on first use; refused if sealed rows exist without it.
+
+        conn: the connection to check for sealed rows (this thread's when not given).
+        """
+        return ensure_key_file(conn if conn is not None else self._conn(), self.keyring())
+
+    def rotate_key(self) -> tuple[str, int]:
+        """Add a new primary key, re-encrypt every Secret (objects and change log), drop the old keys.
+
+        Reads keep working throughout: the file holds old and new keys until no row uses an
+        old one and no reader still reads an older snapshot; writers in other processes see
+        the new file at their next Secret write (they check it under the write lock).
+        Returns (the new key's name, rows re-encrypted).
+        """
+        from kctl.api.encryption import new_key, write_key_file
+
+        conn = self._conn()
+        key = new_key()
+
+        with self.transaction():  # under the write lock: every later write transaction sees the new file
+            ring = self.ensure_key(conn)
+            write_key_file(ring.path, [key, *ring.keys()], replace=True)
+        total = 0
+        while True:  # in bounded batches, each its own transaction: writers are not held up
+            with self.transaction():
+                n = reseal_rows(conn, self.keyring(), limit=200)
+            total += n
+            if not n:
+                break
+
+        with self.transaction():
+            while n := reseal_rows(conn, self.keyring(), limit=1000):  # stragglers written with an old key
+                total += n
+        # Readers whose snapshot began before that commit may still meet old rows: drop the old
+        # key only once every reader reads the newest snapshot (a FULL checkpoint waits for that).
+        deadline = time.monotonic() + LOCK_RETRY_SECONDS
+        while time.monotonic() < deadline:
+            with contextlib.suppress(sqlite3.OperationalError):
+                if conn.execute("PRAGMA wal_checkpoint(FULL)").fetchone()[0] == 0:
+                    break
+            time.sleep(0.05)
+        write_key_file(self.key_path, [key], replace=True)
+        with contextlib.suppress(sqlite3.OperationalError):
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return key.name, total
 
     # -- reads -------------------------------------------------------------------------
 
@@ -222,26 +430,49 @@ class Store:
     def get(self, kind: str, namespace: str, name: str) -> dict | None:
         row = self._conn().execute(
             "SELECT data FROM objects WHERE kind=? AND namespace=? AND name=?", (kind, namespace, name)).fetchone()
-        return _loads(row[0]) if row else None
+        return self._decode(kind, namespace, name, row[0]) if row else None
 
     def get_by_uid(self, uid: str) -> dict | None:
-        row = self._conn().execute("SELECT data FROM objects WHERE uid=?", (uid,)).fetchone()
-        return _loads(row[0]) if row else None
+        row = self._conn().execute("SELECT kind, namespace, name, data FROM objects WHERE uid=?", (uid,)).fetchone()
+        return self._decode(*row) if row else None
 
     def list(self, kind: str, namespace: str | None = None, *, name: str | None = None) -> tuple[list[dict], int]:
-        """All objects of a kind (in one namespace, or all), and the revision they were read at."""
-        sql = "SELECT data FROM objects WHERE kind=?"
-        args: list = [kind]
-        if namespace is not None:
-            sql += " AND namespace=?"
-            args.append(namespace)
-        if name is not None:
-            sql += " AND name=?"
-            args.append(name)
+        """All objects of a kind (in one namespace, or all), and the revision they were read at.
+
+        Rows are decoded one at a time as SQLite steps through them, so the stored text of
+        the whole list is never held beside the decoded objects.
+        """
+        sql, args = _list_query(kind, namespace, name)
         with self.snapshot() as conn:
             rev = conn.execute("SELECT value FROM meta WHERE key='revision'").fetchone()[0]
-            rows = conn.execute(sql + " ORDER BY namespace, name", args).fetchall()
-        return [_loads(r[0]) for r in rows], rev
+            items = [self._decode(kind, ns, nm, data) for ns, nm, data in conn.execute(sql, args)]
+        return items, rev
+
+    def list_pages(self, kind: str, namespace: str | None = None, *, name: str | None = None,
+                   page_bytes: int | None = None) -> Iterator[tuple[list[dict], int]]:
+        """As list, in pages of at most page_bytes of stored JSON each, all read at one revision.
+
+        For callers that process a large kind page by page (memory bounded by the page, not
+        the kind); the pages come from one read transaction on a connection of their own.
+        """
+        budget = self.page_bytes if page_bytes is None else page_bytes
+        sql, args = _list_query(kind, namespace, name)
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=self.busy_timeout)
+        try:
+            conn.execute("BEGIN")
+            rev = conn.execute("SELECT value FROM meta WHERE key='revision'").fetchone()[0]
+            page: list[dict] = []
+            size = 0
+            for ns, nm, data in conn.execute(sql, args):
+                if page and size + len(data) > budget:
+                    yield page, rev
+                    page, size = [], 0
+                page.append(self._decode(kind, ns, nm, data))
+                size += len(data)
+            if page:
+                yield page, rev
+        finally:
+            conn.close()
 
     def fingerprint(self, kind: str) -> tuple[int, int | None]:
         """(count, highest resourceVersion) of a kind: changes whenever any object of it does."""
@@ -280,8 +511,12 @@ class Store:
         txn = Transaction(self, conn)
         self._local.txn = txn
         self._local.depth = 1
+        backlog = 0
         try:
             yield txn
+            if txn.changes:  # the log's length behind the head, read from the store's own state
+                horizon = conn.execute("SELECT value FROM meta WHERE key='compacted'").fetchone()[0]
+                backlog = txn.changes[-1].revision - horizon
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -297,23 +532,39 @@ class Store:
         if txn.changes:
             with self._wake:
                 self._wake.notify_all()
-            self._writes += len(txn.changes)
-            if self._writes >= COMPACT_BATCH:
-                self._writes = 0
-                self.compact()
+            if backlog > self.history + self.compact_batch:
+                self.compact(max_rows=self.compact_batch)
 
     # -- the change log ----------------------------------------------------------------
 
-    def changes(self, since: int, *, limit: int = 1000) -> list[Change]:
-        """Changes after revision `since`, oldest first; Gone if `since` is behind the horizon."""
+    def changes(self, since: int, *, limit: int = 1000, max_bytes: int | None = None) -> list[Change]:
+        """Changes after revision `since`, oldest first; Gone if `since` is behind the horizon.
+
+        At most `limit` changes and `max_bytes` of stored JSON (default: page_bytes), but
+        always at least one change when there is one.
+        """
+        return [self._change(row) for row in self._change_rows(since, limit=limit, max_bytes=max_bytes)]
+
+    def _change(self, row: tuple) -> Change:
+        return Change(row[0], row[1], row[2], row[3], row[4], self._decode(row[2], row[3], row[4], row[5]))
+
+    def _change_rows(self, since: int, *, limit: int, max_bytes: int | None) -> list[tuple]:
+        """One page of raw change rows, bounded by count and by bytes (sizes are read first)."""
+        budget = self.page_bytes if max_bytes is None else max_bytes
         with self.snapshot() as conn:
             horizon = conn.execute("SELECT value FROM meta WHERE key='compacted'").fetchone()[0]
             if since < horizon:
                 raise Gone(f"too old resource version: {since} (compacted to {horizon})")
-            rows = conn.execute(
-                "SELECT rev, type, kind, namespace, name, data FROM changes WHERE rev>? ORDER BY rev LIMIT ?",
-                (since, limit)).fetchall()
-        return [Change(r[0], r[1], r[2], r[3], r[4], _loads(r[5])) for r in rows]
+            last, size = since, 0
+            for rev, length in conn.execute(
+                    "SELECT rev, length(data) FROM changes WHERE rev>? ORDER BY rev LIMIT ?", (since, limit)):
+                if last != since and size + length > budget:
+                    break
+                last, size = rev, size + length
+            if last == since:
+                return []
+            return conn.execute("SELECT rev, type, kind, namespace, name, data FROM changes "
+                                "WHERE rev>? AND rev<=? ORDER BY rev", (since, last)).fetchall()
 
     def watch(self, since: int, *, stop: threading.Event | None = None, poll: float = 0.005,
               timeout: float | None = None) -> Iterator[Change]:
@@ -324,11 +575,12 @@ class Store:
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         while stop is None or not stop.is_set():
-            batch = self.changes(since)
-            if batch:
-                for change in batch:
-                    yield change
-                since = batch[-1].revision
+            rows = self._change_rows(since, limit=1000, max_bytes=None)
+            if rows:
+                since = rows[-1][0]
+                rows.reverse()
+                while rows:  # decode one at a time; a yielded change is the only decoded copy held here
+                    yield self._change(rows.pop())
                 continue
             if deadline is not None and time.monotonic() >= deadline:
                 return
@@ -402,6 +654,11 @@ class Store:
             raise StoreError(f"{source}: not a kctl backup: {exc}") from exc
         if ok != "ok":
             raise StoreError(f"{source}: backup fails its integrity check: {ok}")
+        try:
+            self._check_backup_keys(src, source)
+        except BaseException:
+            src.close()
+            raise
         old_rev = self.revision()
         conn = self._conn()
         _retry_locked(lambda: src.backup(conn))
@@ -415,6 +672,27 @@ class Store:
             conn.execute("COMMIT")
 
         _retry_locked(reset)
+        if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:  # a backup of an older kctl
+            _retry_locked(lambda: self._migrate(conn))
         with self._wake:
             self._wake.notify_all()
         return head
+
+    def _check_backup_keys(self, src: sqlite3.Connection, source: Path) -> None:
+        """Every key a backup's Secrets are sealed with must open them with this store's key file."""
+        from kctl.api.encryption import EncryptionError, aad, key_name_of
+
+        tried: set[str | None] = set()
+        for table in ("objects", "changes"):
+            for kind, namespace, name, data in src.execute(
+                    f"SELECT kind, namespace, name, data FROM {table} WHERE typeof(data)='blob'"):
+                key = key_name_of(data)
+                if key in tried:
+                    continue
+                tried.add(key)
+                try:
+                    self.keyring().open(data, aad(kind, namespace, name), what=f"{kind} {namespace}/{name}")
+                except EncryptionError as exc:
+                    raise StoreError(f"{source}: cannot restore: its Secrets do not open with this store's key "
+                                     f"file ({exc.message}); put the key file of the store the backup was made "
+                                     "from beside this store, see docs/security.md") from None

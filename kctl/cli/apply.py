@@ -2,6 +2,8 @@
 
 Every document is read and parsed before anything is written; the API layer admits each
 one, then commits them in one transaction (kctl.api.apiserver.APIServer.write_all).
+`apply --prune` prunes only members of its apply-set (kctl.applyset): what the same
+`--applyset` (or the same -f paths) applied before and the manifests no longer hold.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from typing import Annotated, Optional
 import typer
 
 from kctl.cli import connect
-from kctl.cli.main import app
+
+#: this module's commands; kctl.cli.main mounts them (main.COMMANDS)
+app = typer.Typer()
 
 FileOpt = Annotated[list[str], typer.Option(
     "--filename", "-f", help="File, directory, URL or '-' (stdin) holding manifests. Repeatable.")]
@@ -21,13 +25,9 @@ NamespaceOpt = Annotated[Optional[str], typer.Option("--namespace", "-n", help="
 DryRunOpt = Annotated[Optional[str], typer.Option(
     "--dry-run", help="'client' (no admission, nothing written) or 'server' (full admission, nothing written).")]
 
-#: kinds `apply --prune` may delete (kubectl's default allowlist, as far as kctl has them)
-PRUNE_KINDS = ("ConfigMap", "Endpoints", "Namespace", "Pod", "Secret", "Service", "Job.batch", "CronJob.batch",
-               "DaemonSet.apps", "Deployment.apps", "ReplicaSet.apps")
-
-
-def _read(files: list[str], recursive: bool):
-    from kctl.cli.manifests import read_manifests
+def read_documents(files: list[str], recursive: bool) -> list:
+    """The documents of `-f` (files, folders, URLs, `-` for stdin); a usage error when none is given."""
+    from kctl.manifests.sources import read_manifests
 
     if not files:
         raise typer.BadParameter("must specify one of -f or --filename", param_hint="'-f'")
@@ -54,12 +54,12 @@ def _client_dry_run(docs, namespace: str | None):
     for doc in docs:
         try:
             rt = server.resource_for(doc.obj)
-            ns = server._namespace_of(rt, namespace, doc.obj.get("metadata") or {})
-            current = server.store.get(rt.group_kind, ns, (doc.obj.get("metadata") or {}).get("name", ""))
+            ns = server.namespace_of(rt, namespace, doc.obj.get("metadata") or {})
+            current = server.find(rt, (doc.obj.get("metadata") or {}).get("name", ""), namespace=ns)
             if current is None:
                 results.append(WriteResult(obj=doc.obj, action="created"))
             else:
-                merged = applied_object(doc.obj, current, server._schema(rt))
+                merged = applied_object(doc.obj, current, server.schema_of(rt))
                 action = "unchanged" if unchanged_by_apply(merged, current) else "configured"
                 results.append(WriteResult(obj=merged, action=action))
         except APIError as exc:
@@ -67,10 +67,11 @@ def _client_dry_run(docs, namespace: str | None):
     return results
 
 
-def report(docs, results, *, suffix: str = "", atomic: bool = False) -> int:
-    """Print one line per document; returns the exit status (that of the first error)."""
+def report(docs, results, *, suffix: str = "", atomic: bool = False, output: str | None = None) -> int:
+    """Print one line per document (or, with -o, the objects); returns the exit status (that of the first error)."""
     server = connect.api()
     code = 0
+    shown = []
     for doc, result in zip(docs, results):
         for w in result.warnings:
             connect.warn(w)
@@ -79,10 +80,39 @@ def report(docs, results, *, suffix: str = "", atomic: bool = False) -> int:
             code = code or result.error.exit_code
         elif result.action and result.obj is not None:
             rt = server.resource_for(result.obj)
-            print(f"{connect.ref(rt, result.obj['metadata']['name'])} {result.action}{suffix}")
+            if output == "name":
+                print(connect.ref(rt, result.obj["metadata"]["name"]))
+            elif output:
+                shown.append(result.obj)
+            else:
+                print(f"{connect.ref(rt, result.obj['metadata']['name'])} {result.action}{suffix}")
+    if shown:
+        _print_objects(shown, output or "yaml")
     if atomic and code:
         print("error: --atomic: no document was written", file=sys.stderr)
     return code
+
+
+def _print_objects(objs: list[dict], output: str) -> None:
+    """kubectl apply -o yaml|json: the one object, or a List of them (keys sorted, as `get -o yaml`)."""
+    from kctl.output.keyorder import sorted_keys
+    from kctl.manifests.yamlio import dump_json, dump_yaml
+
+    body = objs[0] if len(objs) == 1 else {"apiVersion": "v1", "items": objs, "kind": "List",
+                                            "metadata": {"resourceVersion": ""}}
+    body = sorted_keys(body)
+    sys.stdout.write(dump_json(body) if output == "json" else dump_yaml(body))
+
+
+def _output_format(value: Optional[str]) -> str | None:
+    if value is not None and value.startswith("="):  # `-o=yaml`
+        value = value[1:]
+    if value in (None, ""):
+        return None
+    if value not in ("yaml", "json", "name"):
+        raise typer.BadParameter(f"unable to match a printer suitable for the output format \"{value}\", "
+                                 "allowed formats are: json, name, yaml", param_hint="'-o'")
+    return value
 
 
 @app.command()
@@ -91,10 +121,17 @@ def apply(
     recursive: RecursiveOpt = False,
     namespace: NamespaceOpt = None,
     dry_run: DryRunOpt = None,
-    prune: Annotated[bool, typer.Option(help="Delete previously applied objects (matching -l) not in the manifests.")] = False,
-    selector: Annotated[Optional[str], typer.Option("--selector", "-l", help="Label selector for --prune.")] = None,
-    all_: Annotated[bool, typer.Option("--all", help="With --prune: prune every previously applied object.")] = False,
+    prune: Annotated[bool, typer.Option(
+        help="Delete objects this apply-set applied before that the manifests no longer hold.")] = False,
+    applyset: Annotated[Optional[str], typer.Option(
+        "--applyset", help="With --prune: the apply-set's parent, [secrets/|configmaps/]NAME in -n's namespace "
+        "(default: one named after the -f paths).")] = None,
+    selector: Annotated[Optional[str], typer.Option(
+        "--selector", "-l", help="Apply (and prune) only objects with these labels.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="With --prune: prune every kind of the apply-set.")] = False,
     atomic: Annotated[bool, typer.Option(help="Write every document or none.")] = False,
+    output: Annotated[Optional[str], typer.Option(
+        "--output", "-o", help="yaml | json | name: print the applied objects instead of result lines.")] = None,
     watch: Annotated[bool, typer.Option(
         "--watch", help="Then apply again (atomically) whenever the files change; Ctrl-C stops.")] = False,
     debounce: Annotated[str, typer.Option(
@@ -102,69 +139,159 @@ def apply(
 ) -> None:
     """Create or update objects from manifests (kubectl's three-way merge)."""
     mode = _dry_run_mode(dry_run)
-    if prune and not selector and not all_:
+    fmt = _output_format(output)
+    if applyset is not None and not prune:
+        raise typer.BadParameter("--applyset requires --prune", param_hint="'--applyset'")
+    if prune and not selector and not all_ and applyset is None:
         raise typer.BadParameter("all resources selected for prune without explicitly passing --all",
                                  param_hint="'--prune'")
+    if not filename:
+        raise typer.BadParameter("must specify one of -f or --filename", param_hint="'-f'")
+    if selector:
+        _label_selector(selector)  # a bad selector is refused before anything is read
+    parent = _parent(applyset, filename, namespace) if prune else None
     if watch:
         from kctl.cli.watch_apply import watch_apply
 
         if mode:
             raise typer.BadParameter("cannot be combined with --dry-run", param_hint="'--watch'")
-        raise typer.Exit(watch_apply(filename, recursive=recursive, namespace=namespace, prune=prune,
+        if fmt:
+            raise typer.BadParameter("cannot be combined with -o", param_hint="'--watch'")
+        raise typer.Exit(watch_apply(filename, recursive=recursive, namespace=namespace, parent=parent,
                                      selector=selector, debounce=debounce))
-    docs = _read(filename, recursive)
-    if mode == "client":
-        results = _client_dry_run(docs, namespace)
-    else:
-        results = connect.api().write_all([("apply", d.obj) for d in docs], namespace=namespace,
-                                          dry_run=mode == "server", atomic=atomic)
-    suffix = {"client": " (dry run)", "server": " (server dry run)"}.get(mode, "")
-    code = report(docs, results, suffix=suffix, atomic=atomic)
-    if prune and not code:
-        code = _prune(results, namespace, selector, dry_run=bool(mode), suffix=suffix)
+    docs = read_documents(filename, recursive)
+    code = apply_documents(docs, namespace=namespace, mode=mode, atomic=atomic, selector=selector,
+                           parent=parent, output=fmt)
     if code:
         raise typer.Exit(code)
 
 
-def _prune(results, namespace: str | None, selector: str | None, *, dry_run: bool, suffix: str) -> int:
-    """kubectl apply --prune: delete applied-before objects that the manifests no longer hold."""
-    from kctl.api.apply import LAST_APPLIED
-    from kctl.api.errors import APIError, NotFound
+def _label_selector(selector: str | None):
     from kctl.api.selectors import parse_label_selector
 
+    return parse_label_selector(selector) if selector else None
+
+
+def _parent(applyset: str | None, filename: list[str], namespace: str | None):
+    """The apply-set parent of a --prune run: --applyset, else the one named after the -f paths."""
+    from kctl.applyset import ApplySetError, default_parent_name, parse_parent
+
+    try:
+        name = applyset if applyset is not None else default_parent_name(filename)
+        return parse_parent(name, namespace=namespace or "default")
+    except ApplySetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(1)
+
+
+def apply_documents(docs, *, namespace: str | None, mode: str = "", atomic: bool = False,
+                    selector: str | None = None, parent=None, output: str | None = None) -> int:
+    """Apply `docs` (those matching -l), then prune the apply-set of `parent` if given; the exit status.
+
+    Called by `kctl apply` and by each round of `kctl apply --watch`. With a parent, every
+    applied object is labelled a member of the set, the set's record lists what was applied
+    (kctl.applyset), and only recorded members the manifests no longer hold are pruned.
+    """
+    from kctl.applyset import ApplySetError
+
     server = connect.api()
-    label_selector = parse_label_selector(selector) if selector else None
-    kept = set()
-    namespaces = {namespace or "default"}
-    for r in results:
-        if r.obj is not None:
-            rt = server.resource_for(r.obj)
-            ns = r.obj["metadata"].get("namespace", "")
-            kept.add((rt.group_kind, ns, r.obj["metadata"]["name"]))
-            if rt.namespaced:
-                namespaces.add(ns)
-    code = 0
-    for group_kind in PRUNE_KINDS:
-        rt = server.registry.by_group_kind(group_kind)
-        scopes = sorted(namespaces) if rt.namespaced else [None]
-        for ns in scopes:
-            items, _ = server.list(rt, namespace=ns, label_selector=label_selector)
-            for obj in items:
-                meta = obj["metadata"]
-                key = (rt.group_kind, meta.get("namespace", ""), meta["name"])
-                if key in kept or LAST_APPLIED not in (meta.get("annotations") or {}):
-                    continue
-                if meta.get("deletionTimestamp"):
-                    continue
-                try:
-                    server.delete(rt, meta["name"], namespace=ns, dry_run=dry_run)
-                    print(f"{connect.ref(rt, meta['name'])} pruned{suffix}")
-                except NotFound:
-                    pass
-                except APIError as exc:
-                    print(f"error: pruning {connect.ref(rt, meta['name'])}: {exc.message}", file=sys.stderr)
-                    code = code or exc.exit_code
+    label_selector = _label_selector(selector)
+    chosen = [d for d in docs if label_selector is None or label_selector.matches(_labels(d.obj))]
+    if not chosen:
+        print("error: no objects passed to apply", file=sys.stderr)
+        return 1
+    suffix = {"client": " (dry run)", "server": " (server dry run)"}.get(mode, "")
+    try:
+        return _apply_and_prune(server, docs, chosen, namespace=namespace, mode=mode, atomic=atomic,
+                                label_selector=label_selector, parent=parent, output=output, suffix=suffix)
+    except ApplySetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _labels(obj: dict) -> dict:
+    meta = obj.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    return labels if isinstance(labels, dict) else {}
+
+
+def _apply_and_prune(server, docs, chosen, *, namespace, mode, atomic, label_selector, parent, output,
+                     suffix) -> int:
+    from kctl.applyset import label_members, load, planned_entries, record
+    from kctl.manifests.sources import Document
+
+    applyset = None
+    if parent is not None:
+        applyset = load(server, parent)
+        labelled = label_members([d.obj for d in chosen], parent.id)
+        chosen = [Document(source=d.source, index=d.index, line=d.line, obj=obj, item=d.item)
+                  for d, obj in zip(chosen, labelled)]
+        if applyset.live is not None and not mode:
+            # KEP-3659: widen the record before applying, so a crash in between leaks nothing
+            applyset = record(server, applyset, applyset.inventory + planned_entries(server, labelled, namespace))
+    if mode == "client":
+        results = _client_dry_run(chosen, namespace)
+    else:
+        results = server.write_all([("apply", d.obj) for d in chosen], namespace=namespace,
+                                   dry_run=mode == "server", atomic=atomic)
+    code = report(chosen, results, suffix=suffix, atomic=atomic, output=output)
+    if applyset is None:
+        return code
+    pruned: set = set()
+    if not code:
+        code, pruned = _prune(server, applyset, _kept_keys(server, docs, namespace), label_selector,
+                              dry_run=bool(mode), suffix=suffix, to_stderr=bool(output))
+    if not mode:
+        _record_after(server, applyset, results, pruned)
     return code
+
+
+def _kept_keys(server, docs, namespace: str | None) -> set:
+    """(group/kind, namespace, name) of every object the manifests hold (also those -l left out)."""
+    from kctl.api.errors import APIError
+
+    kept = set()
+    for doc in docs:
+        meta = doc.obj.get("metadata") or {}
+        try:
+            rt = server.resource_for(doc.obj)
+        except APIError:
+            continue
+        ns = (meta.get("namespace") or namespace or "default") if rt.namespaced else ""
+        kept.add((rt.group_kind, ns, meta.get("name") or ""))
+    return kept
+
+
+def _prune(server, applyset, kept: set, label_selector, *, dry_run: bool, suffix: str,
+           to_stderr: bool = False) -> tuple[int, set]:
+    """Delete the set's recorded members that the manifests no longer hold; (exit status, keys pruned)."""
+    from kctl.api.errors import APIError, NotFound
+    from kctl.applyset import prune_plan
+    from kctl.sync.inventory import key_of_object
+
+    code = 0
+    pruned = set()
+    for rt, live in prune_plan(server, applyset, kept, label_selector=label_selector):
+        meta = live["metadata"]
+        try:
+            server.delete(rt, meta["name"], namespace=meta.get("namespace") or None, dry_run=dry_run)
+        except NotFound:
+            pass
+        except APIError as exc:
+            print(f"error: pruning {connect.ref(rt, meta['name'])}: {exc.message}", file=sys.stderr)
+            code = code or exc.exit_code
+            continue
+        pruned.add(key_of_object(rt, live))
+        print(f"{connect.ref(rt, meta['name'])} pruned{suffix}", file=sys.stderr if to_stderr else sys.stdout)
+    return code, pruned
+
+
+def _record_after(server, applyset, results, pruned: set) -> None:
+    """Record the set's members: what was applied now, and earlier members still there and still its own."""
+    from kctl.applyset import record, remaining_members
+
+    applied = [r.obj for r in results if r.obj is not None and r.error is None]
+    record(server, applyset, remaining_members(server, applyset, applied, pruned=pruned))
 
 
 @app.command()
@@ -179,7 +306,10 @@ def create(
 ) -> None:
     """Create objects from manifests (or `create namespace NAME`); one that exists already is an error."""
     mode = _dry_run_mode(dry_run)
-    docs = _generated(generator, filename) if generator else _read(filename, recursive)
+    docs = _generated(generator, filename) if generator else read_documents(filename, recursive)
+    if not docs:
+        print("error: no objects passed to create", file=sys.stderr)
+        raise typer.Exit(1)
     if mode == "client":
         from kctl.api.apiserver import WriteResult
 
@@ -195,7 +325,7 @@ def create(
 
 def _generated(generator: list[str], filename: list[str]) -> list:
     """`kctl create namespace NAME` as a one-document manifest."""
-    from kctl.cli.manifests import Document
+    from kctl.manifests.sources import Document
 
     if filename or len(generator) != 2 or generator[0] not in ("namespace", "namespaces", "ns"):
         print("error: use `kctl create -f FILE` or `kctl create namespace NAME`", file=sys.stderr)
@@ -219,50 +349,18 @@ def diff(
 
         docs, pruned = source_documents(source, namespace)
     else:
-        docs = _read(filename, recursive)
-    server = connect.api()
-    results = server.write_all([("apply", d.obj) for d in docs], namespace=None if source else namespace,
-                               dry_run=True)
+        docs = read_documents(filename, recursive)
+    from kctl.ops.diff import diff_documents
+
     differs, failed = False, 0
-    for doc, result in zip(docs, results):
-        if result.error is not None:
-            print(f"error: {doc.where()}: {result.error.message}", file=sys.stderr)
-            failed = max(failed, result.error.exit_code + 1)
+    for entry in diff_documents(connect.api(), docs, namespace=None if source else namespace, pruned=pruned):
+        if entry.error is not None:
+            print(f"error: {entry.document.where()}: {entry.error.message}", file=sys.stderr)
+            failed = max(failed, entry.error.exit_code + 1)
             continue
-        if result.action == "unchanged":
-            continue
-        rt = server.resource_for(result.obj)
-        meta = result.obj["metadata"]
-        live = server.store.get(rt.group_kind, meta.get("namespace", ""), meta["name"])
-        differs = _write_diff(_diff_label(rt, meta), live, result.obj) or differs
-    for live in pruned:  # what the source would prune: the live object against nothing
-        differs = _write_diff(_diff_label(server.resource_for(live), live["metadata"]), live, None) or differs
+        sys.stdout.writelines(entry.lines)
+        differs = differs or bool(entry.lines)
     if failed:
         raise typer.Exit(max(failed, 2))
     if differs:
         raise typer.Exit(1)
-
-
-def _write_diff(label: str, live: dict | None, merged: dict | None) -> bool:
-    """Print the unified diff of the live object (None: absent) against the merged one (None: pruned)."""
-    import difflib
-
-    from kctl.cli.yamlio import dump_yaml
-
-    before = dump_yaml(_masked(live)).splitlines(keepends=True) if live else []
-    after = dump_yaml(_masked(merged)).splitlines(keepends=True) if merged else []
-    lines = list(difflib.unified_diff(before, after, f"LIVE/{label}", f"MERGED/{label}"))
-    sys.stdout.writelines(lines)
-    return bool(lines)
-
-
-def _diff_label(rt, meta: dict) -> str:
-    """kubectl diff's file name of an object: `apps.v1.Deployment.default.web`."""
-    return ".".join(p for p in (rt.group, rt.version, rt.kind, meta.get("namespace", ""), meta["name"]) if p)
-
-
-def _masked(obj: dict) -> dict:
-    """Drop what changes on every write (resourceVersion) so the diff shows real changes."""
-    obj = dict(obj)
-    obj["metadata"] = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
-    return obj

@@ -1,21 +1,63 @@
 """How a CLI command reaches the API: the store it opens, and the names it prints.
 
-Every command module calls `api()` to get the APIServer for the `--store` chosen on the
-command line (or $KCTL_STORE, or the default under the user's data dir).
+The root callback (kctl.cli.main.root) puts a frozen `CLIContext` (--store, --server,
+--identity) on Click's `ctx.obj`; every command module reads it through `current()` and
+calls `api()` to get the API for it: the APIServer over the chosen store (or $KCTL_STORE,
+or the default under the user's data dir), or the control host's over SSH with --server.
+The API is made once per command and kept in the Click context's `meta`, so this module
+holds no state of its own. The default store is created on first use; an explicitly named
+one must exist unless the command writes (`open_store`).
 """
 
 from __future__ import annotations
 
 import sys
-from functools import lru_cache
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kctl.api.resources import ResourceType
 
-#: set by the root callback from --store
-STORE_PATH: str | None = None
-#: set by the root callback from --server / --identity: the control plane over SSH (kctl.api.remote)
-SERVER_URL: str | None = None
-IDENTITY: str | None = None
+if TYPE_CHECKING:
+    from kctl.api.contract import API
+    from kctl.api.errors import APIError
+    from kctl.api.store import Store
+
+
+@dataclass(frozen=True)
+class CLIContext:
+    """The global options of one command line: what every command connects to."""
+
+    #: --store / $KCTL_STORE: the local SQLite store (None: the default one)
+    store_path: str | None = None
+    #: --server / $KCTL_SERVER: the control plane at ssh://user@host[:port]/path (kctl.api.remote)
+    server_url: str | None = None
+    #: --identity / $KCTL_SSH_IDENTITY: the SSH private key for --server
+    identity: str | None = None
+
+
+#: the key of the command's API in Click's ctx.meta (shared by every context of one command line)
+_API_KEY = "kctl.api"
+
+
+def current() -> CLIContext:
+    """The running command's CLIContext (the defaults when called outside a command, as a library)."""
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None:
+        if isinstance(ctx.obj, CLIContext):
+            return ctx.obj
+        ctx = ctx.parent
+    return CLIContext()
+
+
+def use(context: CLIContext) -> None:
+    """Make `context` the running command's CLIContext (the daemon's own --store/--server); forgets its API."""
+    import click
+
+    ctx = click.get_current_context()
+    ctx.obj = context
+    ctx.meta.pop(_API_KEY, None)
 
 
 def warn(message: str) -> None:
@@ -23,17 +65,85 @@ def warn(message: str) -> None:
     print(f"Warning: {message}", file=sys.stderr)
 
 
-@lru_cache(maxsize=1)
-def api():
+def api() -> API:
     """The APIServer over the selected store, or the control host's with --server (once per command)."""
-    if SERVER_URL:
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:  # called as a library, outside a command: a new one each time
+        return _connect(current())
+    if _API_KEY not in ctx.meta:
+        ctx.meta[_API_KEY] = _connect(current())
+    return ctx.meta[_API_KEY]
+
+
+def _connect(context: CLIContext) -> API:
+    """A new API client for `context`."""
+    if context.server_url:
         from kctl.api.remote import RemoteAPIServer
 
-        return RemoteAPIServer(SERVER_URL, identity=IDENTITY, warn=warn)
+        return RemoteAPIServer(context.server_url, identity=context.identity, warn=warn)
     from kctl.api.apiserver import APIServer
+
+    return APIServer(open_store(context.store_path), warn=warn)
+
+
+def error_line(exc: APIError) -> str:
+    """kubectl's line for an error: `error: ...` if found on the client, else `Error from server (Reason): ...`."""
+    from kctl.api.errors import ClientSideError
+
+    if isinstance(exc, ClientSideError):
+        return f"error: {exc.message}"
+    return f"Error from server ({exc.reason}): {exc.message}"
+
+
+#: commands that may create a store that an explicit --store/KCTL_STORE names (its folder must exist)
+CREATING_COMMANDS = frozenset({("apply",), ("create",), ("daemon",), ("restore",), ("init",), ("sync",),
+                               ("sync", "run"), ("node", "add")})
+
+
+def open_store(store_path: str | None = None) -> Store:
+    """The store at `store_path` (default: this command's --store): the default one is created on
+    first use; an explicit one (--store/KCTL_STORE) must have an existing folder, and only writing
+    commands create its file.
+
+    A mistyped path is one clear error line, not a new empty store that answers "No resources found".
+    """
+    from pathlib import Path
+
     from kctl.api.store import Store
 
-    return APIServer(Store(STORE_PATH), warn=warn)
+    store_path = store_path or current().store_path
+    if not store_path:
+        return Store(None)
+    path = Path(store_path).expanduser()
+    if not path.parent.is_dir():
+        _no_store(f"no store at {path}: folder {path.parent} does not exist (check --store/KCTL_STORE; "
+                  f"`kctl --store {path} init` creates it)")
+    if not path.exists() and not _creates_store():
+        _no_store(f"no store at {path} (check --store/KCTL_STORE; `kctl --store {path} init` or a first "
+                  "`kctl apply` creates it)")
+    return Store(path)
+
+
+def _creates_store() -> bool:
+    """Whether the running command is one that writes a new store (apply, create, daemon...)."""
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:  # called as a library, outside a command
+        return True
+    names: list[str] = []
+    while ctx.parent is not None:  # the sub-command names below the root, outermost first
+        names.insert(0, ctx.info_name or "")
+        ctx = ctx.parent
+    words = tuple(names)
+    return words[:1] in CREATING_COMMANDS or words[:2] in CREATING_COMMANDS
+
+
+def _no_store(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(1)
 
 
 def ref(rt: ResourceType, name: str) -> str:
@@ -48,14 +158,15 @@ def namespace_arg(namespace: str | None) -> str:
 
 def targets(args: list[str]) -> list[tuple[ResourceType, list[str]]]:
     """kubectl's resource arguments: `TYPE[,TYPE] [NAME...]` or `TYPE/NAME...`, in order."""
-    from kctl.api.errors import BadRequest
+    from kctl.api.errors import ClientSideError
 
     server = api()
     if not args:
-        raise BadRequest("You must specify the type of resource to get. Use \"kctl api-resources\" for a complete list")
+        raise ClientSideError("You must specify the type of resource to get. "
+                              "Use \"kctl api-resources\" for a complete list")
     if any("/" in a for a in args):
         if not all("/" in a for a in args):
-            raise BadRequest("there is no need to specify a resource type as a separate argument when passing "
+            raise ClientSideError("there is no need to specify a resource type as a separate argument when passing "
                              "arguments in resource/name form")
         out: list[tuple[ResourceType, list[str]]] = []
         for a in args:
@@ -70,5 +181,5 @@ def targets(args: list[str]) -> list[tuple[ResourceType, list[str]]]:
     if kinds == ["all"]:
         kinds = ["pods", "services", "daemonsets", "deployments", "replicasets", "jobs", "cronjobs"]
     if len(kinds) > 1 and args[1:]:
-        raise BadRequest("names cannot be given with several resource types; use TYPE/NAME")
+        raise ClientSideError("names cannot be given with several resource types; use TYPE/NAME")
     return [(server.resource(k), list(args[1:])) for k in kinds]

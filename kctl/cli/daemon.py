@@ -1,11 +1,10 @@
-"""`kctl daemon`: run the node agents in the foreground until SIGINT or SIGTERM.
+"""`kctl daemon`: flags in, a DaemonSettings out, then kctl.daemon.server.run until SIGINT/SIGTERM.
 
-On start, if the store has no Node yet, this host registers itself as one, reached
-through a local Podman socket: `--podman-url`, else the system socket
-(/run/podman/podman.sock) if it answers, else a `podman system service` the daemon
-starts itself on /run/kctl/podman.sock (kctl.runtime.service) and stops on exit. Then a
-NodeAgentSupervisor (kctl.agent.agent) runs one agent per Node. Stopping leaves every
-container running: the next daemon adopts them.
+This module only reads and checks the command's flags (one line and exit 2 for a bad
+one), builds the frozen DaemonSettings (kctl.daemon.settings), opens the API (the
+store, or the control host's with --server), sets up logging and calls `run`. What runs
+(node registration, the node agents, the controllers chosen by `--controllers`, the
+scheduler) and how it stops is kctl.daemon's (see kctl/daemon/server.py).
 
 Logs go to stderr, one line per record: time, level, component, message.
 """
@@ -14,23 +13,18 @@ from __future__ import annotations
 
 import enum
 import logging
-import os
-import signal
-import socket
 import sys
-import threading
 from typing import Annotated, Optional
-from urllib.parse import urlparse
 
 import typer
 
 from kctl.cli import connect
-from kctl.cli.main import app
+from kctl.cli.durations import duration
+from kctl.daemon.controllers import CONTROLLER_NAMES
 
-log = logging.getLogger("kctl.daemon")
+#: this module's commands; kctl.cli.main mounts them (main.COMMANDS)
+app = typer.Typer()
 
-SYSTEM_SOCKET = "/run/podman/podman.sock"
-KCTL_SOCKET = "/run/kctl/podman.sock"  # kctl.runtime.connect.DEFAULT_SOCKET
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
@@ -40,89 +34,6 @@ class LogLevel(str, enum.Enum):
     warning = "warning"
     error = "error"
 
-
-# -- local Podman --------------------------------------------------------------------------
-
-def podman_answers(socket_path: str) -> bool:
-    """Whether a Podman API service answers on the unix socket."""
-    from kctl.runtime.service import ping
-
-    return ping(socket_path)
-
-
-def local_sockets() -> tuple[str, str]:
-    """(the system Podman socket to try, the socket kctl starts its own service on)."""
-    if os.geteuid() == 0:
-        return SYSTEM_SOCKET, KCTL_SOCKET
-    runtime_dir = os.environ.get("XDG_RUNTIME_DIR") or f"/tmp/kctl-{os.geteuid()}"
-    return os.path.join(runtime_dir, "podman", "podman.sock"), os.path.join(runtime_dir, "kctl", "podman.sock")
-
-
-class LocalServices:
-    """The Podman services this daemon started (on kctl's own socket); stopped on exit."""
-
-    def __init__(self) -> None:
-        self._services: dict[str, object] = {}
-        self._lock = threading.Lock()
-
-    def ensure(self, socket_path: str) -> None:
-        """A Podman service answers on socket_path: an existing one, or one started now."""
-        with self._lock:
-            if socket_path in self._services or podman_answers(socket_path):
-                return
-            from kctl.runtime.service import LocalPodmanService, default_conf
-
-            conf = default_conf()
-            log.info("starting podman system service on %s%s", socket_path,
-                     f" (CONTAINERS_CONF={conf})" if conf else "")
-            service = LocalPodmanService.ensure(socket_path, conf=conf)
-            if service.owned:
-                self._services[socket_path] = service
-
-    def stop_all(self) -> None:
-        with self._lock:
-            services, self._services = self._services, {}
-        for path, service in services.items():
-            try:
-                service.stop()
-                log.info("stopped podman system service on %s", path)
-            except Exception as exc:
-                log.warning("cannot stop podman system service on %s: %s", path, exc)
-
-
-def _unix_path(url: str) -> str | None:
-    parsed = urlparse(url)
-    return parsed.path if parsed.scheme == "unix" else None
-
-
-def choose_local_url(podman_url: str | None, services: LocalServices) -> str:
-    """The Podman URL this host registers with (see the module docstring)."""
-    if podman_url:
-        return podman_url
-    system, own = local_sockets()
-    if podman_answers(system):
-        return f"unix://{system}"
-    services.ensure(own)
-    return f"unix://{own}"
-
-
-def make_runtime_factory(services: LocalServices):
-    """runtime_for_node, first starting kctl's own local service when a Node names its socket."""
-    own = local_sockets()[1]
-
-    def runtime_for(node: dict):
-        from kctl.agent.agent import node_connection
-        from kctl.runtime.connect import runtime_for_node
-
-        path = _unix_path(node_connection(node)[0])
-        if path == own:
-            services.ensure(own)
-        return runtime_for_node(node)
-
-    return runtime_for
-
-
-# -- the command ---------------------------------------------------------------------------
 
 def configure_logging(level: str) -> None:
     """One line per record on stderr: time level component message."""
@@ -137,19 +48,10 @@ def configure_logging(level: str) -> None:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
 
 
-def _install_signal_handlers(stop: threading.Event) -> dict:
-    def handler(signum, _frame) -> None:
-        name = signal.Signals(signum).name
-        if stop.is_set():  # a second signal while stopping: give up waiting
-            log.warning("received %s again: exiting at once", name)
-            os._exit(128 + signum)
-        log.info("received %s: shutting down", name)
-        stop.set()
-
-    previous = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        previous[sig] = signal.signal(sig, handler)
-    return previous
+def _usage_error(message: str) -> typer.Exit:
+    """One line on stderr; the exit (2, as a bad flag) for the caller to raise."""
+    print(f"error: {message}", file=sys.stderr)
+    return typer.Exit(2)
 
 
 @app.command()
@@ -164,26 +66,32 @@ def daemon(
         "--image-source", help="Podman API URL of the control host's images, copied to nodes that lack one "
                                "(default: the local socket that answers; none in node mode).")] = None,
     workers: Annotated[int, typer.Option("--workers", min=1, help="Pod sync threads per node.")] = 4,
-    resync: Annotated[float, typer.Option("--resync", min=0.5, help="Seconds between full re-syncs of a pod.")] = 10.0,
+    resync: Annotated[float, typer.Option(
+        "--resync", click_type=duration(min=0.5), help="Time between full re-syncs of a pod.")] = 10.0,
     heartbeat: Annotated[float, typer.Option(
-        "--heartbeat", min=0.5, help="Seconds between node heartbeats (Lease renewals).")] = 5.0,
+        "--heartbeat", click_type=duration(min=0.5), help="Time between node heartbeats (Lease renewals).")] = 5.0,
     backoff_initial: Annotated[float, typer.Option(
-        "--backoff-initial", min=0.1, help="Seconds of the first crash-loop back-off (doubles each restart).")] = 10.0,
+        "--backoff-initial", click_type=duration(min=0.1),
+        help="Length of the first crash-loop back-off (doubles each restart).")] = 10.0,
     backoff_max: Annotated[float, typer.Option(
-        "--backoff-max", min=0.1, help="Longest crash-loop back-off, in seconds.")] = 300.0,
+        "--backoff-max", click_type=duration(min=0.1), help="Longest crash-loop back-off.")] = 300.0,
     scheduler_config: Annotated[Optional[str], typer.Option(
         "--scheduler-config", help="Scheduler config file (KubeSchedulerConfiguration-shaped YAML).")] = None,
     event_ttl: Annotated[float, typer.Option(
-        "--event-ttl", min=1.0, help="Seconds an Event is kept after it was last seen.")] = 3600.0,
+        "--event-ttl", click_type=duration(min=1.0),
+        help="How long an Event is kept after it was last seen.")] = 3600.0,
     node_monitor_grace_period: Annotated[float, typer.Option(
-        "--node-monitor-grace-period", min=1.0,
-        help="Seconds a node may go without renewing its Lease before it is marked Unknown and tainted.")] = 40.0,
+        "--node-monitor-grace-period", click_type=duration(min=1.0),
+        help="How long a node may go without renewing its Lease before it is marked Unknown and tainted.")] = 40.0,
     default_toleration_seconds: Annotated[float, typer.Option(
-        "--default-toleration-seconds", min=0.0,
+        "--default-toleration-seconds", click_type=duration(min=0.0),
         help="Seconds pods without their own not-ready/unreachable toleration stay on such a node.")] = 300.0,
-    controllers: Annotated[bool, typer.Option(
-        "--controllers/--no-controllers",
-        help="Run the controllers and the scheduler (while this daemon holds the leader Lease).")] = True,
+    controllers: Annotated[str, typer.Option(
+        "--controllers", metavar="LIST",
+        help="Controllers to run, comma-separated: '*' all, 'name' enables one, '-name' disables one "
+             f"(as kube-controller-manager's; e.g. '*,-podgc'). Known: {', '.join(CONTROLLER_NAMES)}.")] = "*",
+    no_controllers: Annotated[bool, typer.Option(
+        "--no-controllers", help="Run no controllers and no scheduler (node agents only).")] = False,
     agents: Annotated[bool, typer.Option(
         "--agents/--no-agents",
         help="Run node agents (--no-agents: controllers and scheduler only, as when nodes run in node mode).")] = True,
@@ -201,11 +109,11 @@ def daemon(
     leaves containers running. With --server (node mode, docs/node-mode.md) it runs only
     this host's agent, against the local Podman, for a control plane reached over SSH.
     """
-    from kctl.agent.agent import NodeAgentSupervisor
-    from kctl.agent.backoff import Backoff
-    from kctl.agent.node import register_node
+    from kctl.daemon.controllers import UnknownController, enabled_controllers
+    from kctl.daemon.localpodman import NoLocalPodman
+    from kctl.daemon.server import run
+    from kctl.daemon.settings import DaemonSettings
 
-    configure_logging(log_level.value)
     config = None
     if scheduler_config:
         from kctl.scheduler.config import ConfigError, load_config
@@ -213,68 +121,36 @@ def daemon(
         try:
             config = load_config(scheduler_config)
         except ConfigError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            raise typer.Exit(2) from None
-    if image_source and not image_source.startswith(("unix://", "ssh://")):
-        print(f"error: --image-source {image_source!r} is not a unix:// or ssh:// URL", file=sys.stderr)
-        raise typer.Exit(2)
-    if store and (server or connect.SERVER_URL):
-        print("error: --store and --server cannot be used together (the store is the control host's)",
-              file=sys.stderr)
-        raise typer.Exit(2)
-    if server or identity:
-        connect.SERVER_URL, connect.IDENTITY = server or connect.SERVER_URL, identity or connect.IDENTITY
-        connect.api.cache_clear()
-    elif store:
-        connect.STORE_PATH = store
-        connect.api.cache_clear()
-    node_mode = bool(connect.SERVER_URL)  # node mode: only this host's agent, no controllers
-    own_node = (node or socket.gethostname()) if node_mode else None
-    api = connect.api()
-    stop = threading.Event()
-    previous = _install_signal_handlers(stop)
-    services = LocalServices()
-    supervisor = None
-    plane = None
-    copier = None
+            raise _usage_error(str(exc)) from None
     try:
-        if node_mode or (agents and not api.list(api.resource("nodes"))[0]):
-            try:
-                url = choose_local_url(podman_url, services)
-            except Exception as exc:  # Podman missing, socket folder not writable...
-                print(f"error: no local Podman service: {exc}", file=sys.stderr)
-                raise typer.Exit(1) from None
-            register_node(api, node or socket.gethostname(), podman_url=url, node_mode=node_mode)
-        from kctl.agent.images import daemon_image_copier
+        chosen = enabled_controllers(controllers)
+    except UnknownController as exc:
+        raise _usage_error(f"--controllers: {exc}") from None
+    if image_source and not image_source.startswith(("unix://", "ssh://")):
+        raise _usage_error(f"--image-source {image_source!r} is not a unix:// or ssh:// URL")
+    from dataclasses import replace
 
-        local = [url for url in (podman_url,) if url] + [f"unix://{path}" for path in local_sockets()]
-        sources = [image_source] if image_source else [] if node_mode else local
-        copier = daemon_image_copier(api, source_urls=sources, agents=lambda: supervisor.agents if supervisor else {})
-        supervisor = NodeAgentSupervisor(api, runtime_for_node=make_runtime_factory(services), workers=workers,
-                                         image_copier=copier,
-                                         resync=resync, heartbeat_interval=heartbeat, own_node=own_node,
-                                         backoff=Backoff(initial=backoff_initial, maximum=max(backoff_max, backoff_initial)))
-        if agents or node_mode:
-            supervisor.start()
-        if controllers and not node_mode:
-            from kctl.controllers.controlplane import ControlPlane
-
-            plane = ControlPlane(api, scheduler_config=config, event_ttl_seconds=event_ttl,
-                                 node_monitor_grace_period=node_monitor_grace_period,
-                                 default_toleration_seconds=default_toleration_seconds)
-            plane.start()
-        log.info("daemon running (store %s); SIGINT or SIGTERM stops it", api.store.path)
-        stop.wait()
+    given = connect.current()
+    if store and (server or given.server_url):
+        raise _usage_error("--store and --server cannot be used together (the store is the control host's)")
+    if server or identity:
+        connect.use(replace(given, server_url=server or given.server_url, identity=identity or given.identity))
+    elif store:
+        connect.use(replace(given, store_path=store))
+    node_mode = bool(connect.current().server_url)  # node mode: only this host's agent, no controllers
+    settings = DaemonSettings(
+        node=node, podman_url=podman_url, image_source=image_source, workers=workers, resync=resync,
+        heartbeat=heartbeat, backoff_initial=backoff_initial, backoff_max=backoff_max, scheduler_config=config,
+        event_ttl=event_ttl, node_monitor_grace_period=node_monitor_grace_period,
+        default_toleration_seconds=default_toleration_seconds, control_plane=not no_controllers,
+        controllers=chosen, agents=agents, node_mode=node_mode)
+    configure_logging(log_level.value)
+    api = connect.api()
+    try:
+        run(settings, api=api)
+    except NoLocalPodman as exc:
+        print(f"error: no local Podman service: {exc}", file=sys.stderr)
+        raise typer.Exit(1) from None
     finally:
-        if plane is not None:
-            plane.stop()
-        if supervisor is not None:
-            supervisor.stop()
-        if copier is not None:
-            copier.close()
-        services.stop_all()
         if node_mode:
             api.close()  # the ssh connection to the control host
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    log.info("daemon stopped; containers left running")

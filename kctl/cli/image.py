@@ -2,7 +2,7 @@
 
 `ls` reads the images each Node reports (status.images, written by its agent's heartbeat).
 `push` copies an image from the control host's Podman (the socket `kctl daemon` uses,
-kctl.cli.daemon.local_sockets, or `--source URL`) to nodes' Podman, reached as the agent
+kctl.daemon.localpodman.local_sockets, or `--source URL`) to nodes' Podman, reached as the agent
 reaches it (kctl.runtime.connect.runtime_for_node: a unix socket or an SSH tunnel), by
 streaming a docker-archive from one to the other (kctl.agent.images.copy_image). The
 node agents do the same by themselves when a pod's image is missing (docs/agent.md).
@@ -17,7 +17,9 @@ from typing import Annotated, Optional
 import typer
 
 from kctl.cli import connect
-from kctl.cli.main import app
+
+#: this module's commands; kctl.cli.main mounts them (main.COMMANDS)
+app = typer.Typer()
 
 image_app = typer.Typer(name="image", help="List the images nodes hold; copy an image to nodes (no registry needed).",
                         no_args_is_help=True, rich_markup_mode=None,
@@ -66,16 +68,16 @@ def ls(
     api = connect.api()
     rows = image_rows(api.list(api.resource("nodes"))[0])
     if output is not None:
-        from kctl.cli import yamlio
+        from kctl.manifests import yamlio
 
         sys.stdout.write(yamlio.dump_json(rows) if output == "json" else yamlio.dump_yaml(rows))
         return
     if not rows:
         print("No images found.", file=sys.stderr)
         return
-    from kctl.cli.printers import _align
+    from kctl.output.printers import align_columns
 
-    _align([["IMAGE", "SIZE", "NODES"]] + [[r["name"], human_size(r["sizeBytes"]), ",".join(r["nodes"])]
+    align_columns([["IMAGE", "SIZE", "NODES"]] + [[r["name"], human_size(r["sizeBytes"]), ",".join(r["nodes"])]
                                             for r in rows], sys.stdout)
 
 
@@ -84,7 +86,7 @@ def ls(
 def open_source(url: Optional[str]):
     """The control host's Podman: `url`, else the first local socket that answers (as `kctl daemon`)."""
     from kctl.agent.images import LocalPodman
-    from kctl.cli.daemon import local_sockets
+    from kctl.daemon.localpodman import local_sockets
 
     urls = [url] if url else [f"unix://{path}" for path in local_sockets()]
     runtime = LocalPodman(urls)()

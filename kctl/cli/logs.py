@@ -15,9 +15,11 @@ import typer
 
 from kctl.api.times import parse_duration
 from kctl.cli import connect
-from kctl.cli.main import app
 if TYPE_CHECKING:  # the runtime is imported by the commands only, to keep start-up quick
     from kctl.runtime.interface import ContainerState
+
+#: this module's commands; kctl.cli.main mounts them (main.COMMANDS)
+app = typer.Typer()
 
 NamespaceOpt = Annotated[Optional[str], typer.Option("--namespace", "-n", help="Namespace (default: default).")]
 ContainerOpt = Annotated[Optional[str], typer.Option("--container", "-c", help="Container name.")]
@@ -110,7 +112,7 @@ def _on_server(args: list[str]) -> None:
 
     from kctl.api.remote import ssh_kctl_command
 
-    argv = ssh_kctl_command(connect.SERVER_URL, args, identity=connect.IDENTITY)
+    argv = ssh_kctl_command(connect.current().server_url, args, identity=connect.current().identity)
     raise typer.Exit(subprocess.run(argv).returncode)
 
 
@@ -125,13 +127,15 @@ def logs(
     container: ContainerOpt = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Stream the logs as they are written.")] = False,
     tail: Annotated[int, typer.Option("--tail", help="Lines from the end to show (-1: all).")] = -1,
-    since: Annotated[Optional[str], typer.Option("--since", help="Only logs newer than a duration: 10s, 5m, 1h.")] = None,
-    previous: Annotated[bool, typer.Option("--previous", "-p", help="The logs of the previous, exited instance.")] = False,
+    since: Annotated[Optional[str],
+                     typer.Option("--since", help="Only logs newer than a duration: 10s, 5m, 1h.")] = None,
+    previous: Annotated[bool,
+                        typer.Option("--previous", "-p", help="The logs of the previous, exited instance.")] = False,
     timestamps: Annotated[bool, typer.Option("--timestamps", help="Prefix each line with its time.")] = False,
     namespace: NamespaceOpt = None,
 ) -> None:
     """Print the logs of a container in a pod."""
-    if connect.SERVER_URL:
+    if connect.current().server_url:
         _on_server(["logs", pod, "-n", connect.namespace_arg(namespace), f"--tail={tail}",
                     *(["-c", container] if container else []), *(["--since", since] if since else []),
                     *(["-f"] if follow else []), *(["-p"] if previous else []),
@@ -172,14 +176,15 @@ def exec_(
     command: Annotated[list[str], typer.Argument(help="The command and its arguments, after --.")],
     container: ContainerOpt = None,
     stdin: Annotated[bool, typer.Option("--stdin", "-i", help="Pass stdin (read to its end) to the command.")] = False,
-    tty: Annotated[bool, typer.Option("--tty", "-t", help="Accepted for kubectl compatibility; no TTY is allocated.")] = False,
+    tty: Annotated[bool, typer.Option("--tty", "-t",
+                                      help="Accepted for kubectl compatibility; no TTY is allocated.")] = False,
     namespace: NamespaceOpt = None,
 ) -> None:
     """Run a command in a container of a pod; exits with the command's exit status.
 
     Usage: kctl exec POD [-c CONTAINER] [-i] -- COMMAND [ARGS...]
     """
-    if connect.SERVER_URL:
+    if connect.current().server_url:
         _on_server(["exec", pod, "-n", connect.namespace_arg(namespace), *(["-c", container] if container else []),
                     *(["-i"] if stdin else []), "--", *command])
     from kctl.runtime.interface import RuntimeError_

@@ -1,8 +1,15 @@
 """The `kctl` command: the root Typer app, global options, and the error edge.
 
-Each command group lives in its own module and registers itself on `app`. Errors from
-the API layer (kctl.api.errors) and from reading manifests become one line on stderr
-and a distinct exit status; no traceback reaches a user (KCTL_DEBUG=1 shows one).
+Each command group lives in its own module with its own Typer app; `COMMANDS` names the
+module of every command and `main` mounts only the invoked command's module on the root
+(all of them for `--help`, completion or an unknown verb). No command module imports this
+one. The root callback puts the global options on Click's `ctx.obj` as a frozen
+`kctl.cli.connect.CLIContext`. `main` builds the Click tree once, gives every command its
+Examples (kctl.cli.examples) and completers (kctl.cli.completion), answers shell completion
+requests, rewrites kubectl-style arguments (kctl.cli.argv), and runs the command. Errors from
+the API layer (kctl.api.errors) and from reading manifests become one line on stderr and a
+distinct exit status: `error: ...` for what the client found itself, `Error from server
+(Reason): ...` for what the API refused; no traceback reaches a user (KCTL_DEBUG=1 shows one).
 """
 
 from __future__ import annotations
@@ -11,10 +18,13 @@ import os
 import sys
 from typing import Annotated, Optional
 
+import click
 import typer
 
 from kctl import __version__
 from kctl.cli import connect
+from kctl.cli.completion import COMPLETE_VAR
+from kctl.cli.connect import error_line
 
 app = typer.Typer(
     name="kctl",
@@ -29,6 +39,7 @@ app = typer.Typer(
 
 @app.callback()
 def root(
+    ctx: typer.Context,
     store: Annotated[Optional[str], typer.Option(
         "--store", envvar="KCTL_STORE", help="SQLite store file (default: $XDG_DATA_HOME/kctl/kctl.db).")] = None,
     server: Annotated[Optional[str], typer.Option(
@@ -38,29 +49,125 @@ def root(
         "--identity", envvar="KCTL_SSH_IDENTITY", help="SSH private key for --server.")] = None,
 ) -> None:
     """kctl: Kubernetes-style Deployments, rolling updates and self-healing on Podman hosts."""
-    connect.STORE_PATH = store
-    connect.SERVER_URL, connect.IDENTITY = server or None, identity or None
+    ctx.obj = connect.CLIContext(store_path=store or None, server_url=server or None, identity=identity or None)
+
+
+#: every command and command group -> the module whose `app` (a typer.Typer) defines it, in `--help` order
+COMMANDS: dict[str, str] = {
+    "apply": "kctl.cli.apply", "create": "kctl.cli.apply", "diff": "kctl.cli.apply",
+    "daemon": "kctl.cli.daemon",
+    "get": "kctl.cli.get", "describe": "kctl.cli.get",
+    "image": "kctl.cli.image",
+    "logs": "kctl.cli.logs", "exec": "kctl.cli.logs",
+    "init": "kctl.cli.maintenance", "backup": "kctl.cli.maintenance", "restore": "kctl.cli.maintenance",
+    "vacuum": "kctl.cli.maintenance", "encryption": "kctl.cli.maintenance",
+    "delete": "kctl.cli.modify", "patch": "kctl.cli.modify", "label": "kctl.cli.modify",
+    "annotate": "kctl.cli.modify", "edit": "kctl.cli.modify",
+    "explain": "kctl.cli.reference", "api-resources": "kctl.cli.reference", "version": "kctl.cli.reference",
+    "completion": "kctl.cli.reference",
+    "node": "kctl.cli.node",
+    "cordon": "kctl.cli.nodes", "uncordon": "kctl.cli.nodes", "drain": "kctl.cli.nodes",
+    "rollout": "kctl.cli.rollout",
+    "scale": "kctl.cli.scale", "set": "kctl.cli.scale",
+    "serve": "kctl.cli.serve",
+    "wait": "kctl.cli.wait",
+    "sync": "kctl.cli.sync",
+    "audit": "kctl.cli.audit",
+}
+
+
+def _module_app(module: str) -> typer.Typer:
+    """The Typer app of one command module (imported on first use)."""
+    import importlib
+
+    sub = importlib.import_module(module).app
+    assert isinstance(sub, typer.Typer), module
+    return sub
+
+
+def _mount(target: typer.Typer, modules: list[str], *, only: str | None = None) -> None:
+    """Put the commands and groups of `modules`' apps on `target` (only the one named `only`, if given)."""
+    import typer.main
+
+    for module in modules:
+        sub = _module_app(module)
+        for info in sub.registered_commands:
+            name = info.name or typer.main.get_command_name(info.callback.__name__ if info.callback else "")
+            if only is None or name == only:
+                target.registered_commands.append(info)
+        for group in sub.registered_groups:
+            if only is None or typer.main.solve_typer_info_defaults(group).name == only:
+                target.registered_groups.append(group)
 
 
 def _register() -> None:
-    from kctl.cli import apply, daemon, get, image, logs, maintenance, modify, reference  # noqa: F401  (registers commands)
-    from kctl.cli import node, nodes, rollout, scale, serve, wait  # noqa: F401  (registers commands)
-    from kctl.cli import sync  # noqa: F401  (registers commands)
+    """Mount every command on `app` (once): for `--help`, completion, and tests that invoke `app` itself."""
+    if not app.registered_commands and not app.registered_groups:
+        _mount(app, list(dict.fromkeys(COMMANDS.values())))
 
 
 EXIT_INTERNAL = 1
 EXIT_INVALID = 6  # bad input, as the API's Invalid
 
 
+def command(*, verb: str | None = None) -> click.Group:
+    """The Click tree of every command, with its Examples and shell completers attached.
+
+    With `verb` (the command named on the line) the root holds only that command or group: Typer
+    then resolves the parameters of one command, not of every one (a third of a `kctl get`'s
+    start-up). An unknown verb builds every command, for Click's "No such command" and hints.
+    """
+    import typer.main
+
+    from kctl.cli import completion, examples
+
+    root = typer.main.get_command(_only(verb) if verb else _all())
+    assert isinstance(root, click.Group)
+    examples.attach(root)
+    completion.attach(root)
+    return root
+
+
+def _all() -> typer.Typer:
+    """`app` with every command mounted."""
+    _register()
+    return app
+
+
+def _only(verb: str) -> typer.Typer:
+    """A copy of `app` that holds only the command or group named `verb` (every command if none is)."""
+    import copy
+
+    module = COMMANDS.get(verb)
+    if module is None:
+        return _all()
+    one = copy.copy(app)
+    one.registered_commands, one.registered_groups = [], []
+    _mount(one, [module], only=verb)
+    return one
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
+    from kctl.api.audit import name_command
     from kctl.api.errors import APIError
+    from kctl.cli.argv import normalise, verb_of
 
-    _register()
+    if os.environ.get(COMPLETE_VAR):
+        from kctl.cli.completion import respond
+
+        sys.exit(respond(command(), os.environ[COMPLETE_VAR], complete_var=COMPLETE_VAR))
+    args = list(sys.argv[1:] if argv is None else argv)
+    root = command(verb=verb_of(args))
+    from kctl.cli.usage import one_line_usage_errors
+
+    one_line_usage_errors(command_path=" ".join(["kctl", *filter(None, [verb_of(args)])]))
+    args = normalise(root, args)
+    name_command(args)  # the audit log names this command as the client of its writes
     try:
-        app(args=argv, prog_name="kctl", standalone_mode=True)
+        root.main(args=args, prog_name="kctl", standalone_mode=True)
     except APIError as exc:
-        print(f"Error from server ({exc.reason}): {exc.message}", file=sys.stderr)
+        print(error_line(exc), file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
@@ -68,7 +175,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.close()
         sys.exit(0)
     except Exception as exc:  # the edge: never a traceback for the user
-        yamlio = sys.modules.get("kctl.cli.yamlio")  # only loaded when manifests were read
+        yamlio = sys.modules.get("kctl.manifests.yamlio")  # only loaded when manifests were read
         if yamlio is not None and isinstance(exc, yamlio.ManifestError):
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(EXIT_INVALID)
@@ -79,4 +186,4 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_INTERNAL)
 
 
-__all__ = ["app", "main", "__version__"]
+__all__ = ["COMMANDS", "COMPLETE_VAR", "app", "error_line", "main", "__version__"]

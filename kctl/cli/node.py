@@ -18,7 +18,9 @@ from typing import Annotated, Optional
 import typer
 
 from kctl.cli import connect
-from kctl.cli.main import app
+
+#: this module's commands; kctl.cli.main mounts them (main.COMMANDS)
+app = typer.Typer()
 
 node_app = typer.Typer(name="node", help="Add, remove and trust Podman hosts reached over SSH.",
                        no_args_is_help=True)
@@ -67,7 +69,7 @@ def known_hosts_path() -> str:
     from kctl.api.store import default_path
     from kctl.ssh import known_hosts_for_store
 
-    return known_hosts_for_store(connect.STORE_PATH or default_path())
+    return known_hosts_for_store(connect.current().store_path or default_path())
 
 
 def _ssh_address(node: dict) -> tuple[str, int]:

@@ -4,7 +4,8 @@ As in kubectl, all of it happens client-side against the API: status watches the
 (kctl.cli.wait.watch_object) and reads the status the Deployment controller writes;
 history and undo read the ReplicaSets the Deployment owns and their
 `deployment.kubernetes.io/revision` annotations; undo copies a revision's pod template
-back into the Deployment; restart, pause and resume change one field. The controller
+back into the Deployment (library code: kctl.ops.rollback); restart, pause and resume change
+one field. The controller
 (kctl.controllers) then acts on what was written.
 """
 
@@ -17,7 +18,9 @@ import typer
 
 from kctl.api.resources import ResourceType
 from kctl.cli import connect
-from kctl.cli.main import app
+
+#: this module's commands; kctl.cli.main mounts them (main.COMMANDS)
+app = typer.Typer()
 
 rollout_app = typer.Typer(
     name="rollout",
@@ -28,14 +31,8 @@ rollout_app = typer.Typer(
 )
 app.add_typer(rollout_app)
 
-REVISION = "deployment.kubernetes.io/revision"
 CHANGE_CAUSE = "kubernetes.io/change-cause"
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
-HASH_LABEL = "pod-template-hash"
-#: Deployment annotations undo keeps rather than taking the ReplicaSet's (kubectl's annotationsToSkip)
-UNDO_KEEPS = ("kubectl.kubernetes.io/last-applied-configuration", REVISION,
-              "deployment.kubernetes.io/revision-history", "deployment.kubernetes.io/desired-replicas",
-              "deployment.kubernetes.io/max-replicas", "deprecated.deployment.rollback.to")
 DEPLOYMENT = "Deployment.apps"
 DAEMONSET = "DaemonSet.apps"
 
@@ -47,11 +44,11 @@ SelectorOpt = Annotated[Optional[str], typer.Option("--selector", "-l", help="La
 
 def _targets(resources: Optional[list[str]], filename: list[str], namespace: Optional[str],
              selector: Optional[str]) -> list[tuple[ResourceType, dict]]:
-    from kctl.cli.modify import _objects
+    from kctl.cli.modify import named_objects
 
     if not resources and not filename:
         raise _fail("required resource not specified")
-    return _objects(resources, filename, False, namespace, selector, False)
+    return named_objects(resources, filename, False, namespace, selector, False)
 
 
 def _fail(message: str, *, code: int = 1) -> typer.Exit:
@@ -162,21 +159,16 @@ def status(
 # --- history and undo -------------------------------------------------------------------
 
 def _revision_of(obj: dict) -> int:
-    try:
-        return int(((obj.get("metadata") or {}).get("annotations") or {}).get(REVISION, "0"))
-    except ValueError:
-        return 0
+    from kctl.ops.rollback import revision_of
+
+    return revision_of(obj)
 
 
 def owned_replica_sets(deployment: dict) -> list[dict]:
     """The ReplicaSets whose controller is `deployment` (by uid), oldest revision first."""
-    server = connect.api()
-    meta = deployment["metadata"]
-    sets, _ = server.list(server.resource("replicasets"), namespace=meta.get("namespace") or "default")
-    owned = [rs for rs in sets
-             if any(ref.get("controller") and ref.get("uid") == meta.get("uid")
-                    for ref in rs["metadata"].get("ownerReferences") or ())]
-    return sorted(owned, key=_revision_of)
+    from kctl.ops.rollback import owned_replica_sets as owned
+
+    return owned(connect.api(), deployment)
 
 
 def _require_deployment(rt: ResourceType, what: str) -> None:
@@ -193,7 +185,7 @@ def history(
     revision: Annotated[int, typer.Option(help="Show the pod template of this revision.")] = 0,
 ) -> None:
     """List a Deployment's revisions with their change causes (or one revision's pod template)."""
-    from kctl.cli.describe import _pod_template, _Writer
+    from kctl.output.describe import PrefixWriter, describe_pod_template
 
     for rt, obj in _targets(resources, filename, namespace, selector):
         _require_deployment(rt, "history viewer")
@@ -203,8 +195,8 @@ def history(
             chosen = next((rs for rs in sets if _revision_of(rs) == revision), None)
             if chosen is None:
                 raise _fail(f"unable to find the specified revision {revision}")
-            w = _Writer()
-            _pod_template(w, (chosen.get("spec") or {}).get("template") or {})
+            w = PrefixWriter()
+            describe_pod_template(w, (chosen.get("spec") or {}).get("template") or {})
             print(f"{ref} with revision #{revision}")
             print(w.text())
             continue
@@ -221,49 +213,6 @@ def history(
         print("\n".join(rows) + "\n")
 
 
-def _without_hash(template: dict) -> dict:
-    import copy
-
-    template = copy.deepcopy(template)
-    labels = (template.get("metadata") or {}).get("labels")
-    if labels is not None:
-        labels.pop(HASH_LABEL, None)
-        if not labels:
-            template["metadata"].pop("labels")
-    return template
-
-
-def undo_target(deployment: dict, sets: list[dict], to_revision: int) -> dict:
-    """kubectl's deploymentRevision: the ReplicaSet of `to_revision`, or (0) the one before the latest."""
-    if to_revision < 0:
-        raise ValueError(f"unable to find specified revision {to_revision} in history")
-    revisions = sorted(((_revision_of(rs), rs) for rs in sets if _revision_of(rs) > 0), key=lambda p: p[0])
-    if to_revision > 0:
-        for rev, rs in revisions:
-            if rev == to_revision:
-                return rs
-        raise ValueError(f"unable to find specified revision {to_revision} in history")
-    if len(revisions) < 2:
-        raise ValueError(f'no rollout history found for deployment "{deployment["metadata"]["name"]}"')
-    return revisions[-2][1]
-
-
-def rolled_back(deployment: dict, rs: dict) -> dict:
-    """The Deployment with `rs`'s pod template (minus pod-template-hash) and annotations."""
-    import copy
-
-    new = copy.deepcopy(deployment)
-    new["spec"]["template"] = _without_hash((rs.get("spec") or {}).get("template") or {})
-    current = deployment["metadata"].get("annotations") or {}
-    annotations = {k: current[k] for k in UNDO_KEEPS if k in current}
-    annotations.update({k: v for k, v in (rs["metadata"].get("annotations") or {}).items() if k not in UNDO_KEEPS})
-    if annotations:
-        new["metadata"]["annotations"] = annotations
-    else:
-        new["metadata"].pop("annotations", None)
-    return new
-
-
 @rollout_app.command()
 def undo(
     resources: ResourcesArg = None,
@@ -274,33 +223,20 @@ def undo(
     dry_run: Annotated[Optional[str], typer.Option("--dry-run", help="'server' or 'client': change nothing.")] = None,
 ) -> None:
     """Roll a Deployment back to an earlier revision's pod template."""
-    from kctl.api.errors import Conflict
+    from kctl.ops.rollback import RollbackError, rollback
 
     server = connect.api()
     for rt, obj in _targets(resources, filename, namespace, selector):
         _require_deployment(rt, "rollbacker")
         ref = connect.ref(rt, obj["metadata"]["name"])
-        for attempt in range(5):
-            if (obj.get("spec") or {}).get("paused"):
-                raise _fail("you cannot rollback a paused deployment; resume it first with "
-                            "'kctl rollout resume' and try again")
-            try:
-                rs = undo_target(obj, owned_replica_sets(obj), to_revision)
-            except ValueError as exc:
-                raise _fail(str(exc)) from None
-            if _without_hash(rs["spec"]["template"]) == _without_hash(obj["spec"]["template"]):
-                print(f"{ref} skipped rollback (current template already matches revision {_revision_of(rs)})")
-                break
-            try:
-                if dry_run != "client":
-                    server.update(rolled_back(obj, rs), dry_run=dry_run not in (None, "none"))
-            except Conflict:
-                if attempt == 4:
-                    raise
-                obj = server.get(rt, obj["metadata"]["name"], namespace=obj["metadata"].get("namespace"))
-                continue
+        try:
+            result = rollback(server, rt, obj, to_revision=to_revision, dry_run=dry_run)
+        except RollbackError as exc:
+            raise _fail(str(exc)) from None
+        if not result.rolled_back:
+            print(f"{ref} skipped rollback (current template already matches revision {result.revision})")
+        else:
             print(f"{ref} rolled back{' (dry run)' if dry_run == 'client' else ' (server dry run)' if dry_run else ''}")
-            break
 
 
 # --- restart, pause, resume ---------------------------------------------------------------

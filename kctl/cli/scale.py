@@ -15,7 +15,9 @@ import typer
 
 from kctl.api.resources import ResourceType
 from kctl.cli import connect
-from kctl.cli.main import app
+
+#: this module's commands; kctl.cli.main mounts them (main.COMMANDS)
+app = typer.Typer()
 
 SCALABLE = ("Deployment.apps", "ReplicaSet.apps")
 #: where each kind keeps its pod spec
@@ -62,12 +64,12 @@ def scale(
     dry_run: DryRunOpt = None,
 ) -> None:
     """Set the number of replicas of Deployments and ReplicaSets."""
-    from kctl.cli.modify import _objects
+    from kctl.cli.modify import named_objects
 
     if replicas is None or replicas < 0:
         raise _fail("The --replicas=COUNT flag is required, and COUNT must be greater than or equal to 0")
     server = connect.api()
-    targets = _objects(resources, filename, False, namespace, selector, all_)
+    targets = named_objects(resources, filename, False, namespace, selector, all_)
     if len(targets) > 1 and (current_replicas is not None or resource_version):
         raise _fail("precondition is not supported for multiple objects")
     for rt, obj in targets:
@@ -153,14 +155,14 @@ def set_image(
 ) -> None:
     """Update the image of containers in Pods, Deployments, ReplicaSets, DaemonSets, Jobs and CronJobs."""
     from kctl.api.errors import Conflict
-    from kctl.cli.modify import _objects
+    from kctl.cli.modify import named_objects
 
     words, images = _split_args(list(args or []))
     if not images:
         raise _fail("at least one image update is required")
     server = connect.api()
     errors = []
-    for rt, obj in _objects(words, filename, False, namespace, selector, all_):
+    for rt, obj in named_objects(words, filename, False, namespace, selector, all_):
         ref = connect.ref(rt, obj["metadata"]["name"])
         if rt.group_kind not in POD_SPEC_PATHS:
             errors.append(f"{ref}: setting images is not supported for {rt.group_resource}")

@@ -14,7 +14,9 @@ from typing import Annotated, Optional
 import typer
 
 from kctl.cli import connect
-from kctl.cli.main import app
+
+#: this module's commands; kctl.cli.main mounts them (main.COMMANDS)
+app = typer.Typer()
 
 
 @app.command(hidden=True)
@@ -37,7 +39,7 @@ def serve(
     from kctl.api.serve import serve_stdio
     from kctl.api.store import default_path
 
-    path = Path(store or connect.STORE_PATH or default_path())
+    path = Path(store or connect.current().store_path or default_path())
     if not path.exists():  # a typo in a --server URL must not start a new, empty cluster
         print(f"error: no kctl store at {path} on the control host (check the path in --server, or run "
               "`kctl daemon` there first)", file=sys.stderr)

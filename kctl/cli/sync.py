@@ -17,13 +17,19 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from typer.core import TyperGroup
 
 from kctl.cli import connect
-from kctl.cli.main import app
+
+if TYPE_CHECKING:
+    from kctl.api.contract import API
+    from kctl.api.resources import ResourceType
+
+#: this module's commands; kctl.cli.main mounts them (main.COMMANDS)
+app = typer.Typer()
 
 RUN_COMMAND = "run"
 #: spec fields an update leaves as they are when their flag is not given
@@ -50,7 +56,8 @@ sync_app = typer.Typer(
 )
 app.add_typer(sync_app)
 
-NamespaceOpt = Annotated[Optional[str], typer.Option("--namespace", "-n", help="Namespace of the GitSource (default: default).")]
+NamespaceOpt = Annotated[Optional[str], typer.Option("--namespace", "-n",
+                                                     help="Namespace of the GitSource (default: default).")]
 _URL_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 _SCP_LIKE = re.compile(r"^[^/:@]+@[^/:]+:")  # git@host:org/repo.git
 
@@ -84,7 +91,7 @@ def _spec(url: str, *, branch, revision, path, interval, prune, secret, mode, on
             "maxPrunePercent": max_prune_percent, "timeout": timeout}
 
 
-def _store(api, rt, name: str, namespace: str, spec: dict) -> dict:
+def _store(api: API, rt: ResourceType, name: str, namespace: str, spec: dict) -> dict:
     """Create the GitSource, or merge the flags' spec into the existing one (other fields kept)."""
     from kctl.api.errors import NotFound
 
@@ -116,15 +123,20 @@ def print_results(result, *, suffix: str = "") -> None:
 def run(
     url: Annotated[str, typer.Argument(help="Repository URL (https://, ssh://, git@host:path, file://) or a local "
                                             "path: a git repository or a plain folder of manifests.")],
-    name: Annotated[Optional[str], typer.Option("--name", help="GitSource name (default: from the URL's last part).")] = None,
+    name: Annotated[Optional[str], typer.Option(
+        "--name", help="GitSource name (default: from the URL's last part).")] = None,
     namespace: NamespaceOpt = None,
     branch: Annotated[Optional[str], typer.Option(help="Branch to follow (default: the repository's HEAD).")] = None,
-    revision: Annotated[Optional[str], typer.Option(help="Pin a commit or tag instead of following the branch.")] = None,
+    revision: Annotated[Optional[str], typer.Option(
+        help="Pin a commit or tag instead of following the branch.")] = None,
     path: Annotated[str, typer.Option("--path", help="Folder inside the repository to apply.")] = ".",
     prune: Annotated[bool, typer.Option(help="Delete what this source applied before and no longer holds.")] = False,
-    interval: Annotated[Optional[str], typer.Option(help="How often the daemon re-syncs (30s, 1m, 1h; default 1m).")] = None,
-    once: Annotated[bool, typer.Option(help="Sync now only; the daemon leaves the source alone (stored suspended).")] = False,
-    secret: Annotated[Optional[str], typer.Option(help="Secret with username/password or identity/known_hosts.")] = None,
+    interval: Annotated[Optional[str], typer.Option(
+        help="How often the daemon re-syncs (30s, 1m, 1h; default 1m).")] = None,
+    once: Annotated[bool, typer.Option(
+        help="Sync now only; the daemon leaves the source alone (stored suspended).")] = False,
+    secret: Annotated[Optional[str], typer.Option(
+        help="Secret with username/password or identity/known_hosts.")] = None,
     mode: Annotated[str, typer.Option(help="Apply, or Report: only report drift, write nothing.")] = "Apply",
     allow_empty: Annotated[bool, typer.Option(help="Accept a revision that renders no object.")] = False,
     force: Annotated[bool, typer.Option(help="Allow this revision to prune more than maxPrunePercent (once).")] = False,
@@ -175,7 +187,8 @@ def status(
     name: Annotated[Optional[str], typer.Argument(help="A GitSource (default: all of them).")] = None,
     namespace: NamespaceOpt = None,
     all_namespaces: Annotated[bool, typer.Option("--all-namespaces", "-A", help="Across all namespaces.")] = False,
-    output: Annotated[Optional[str], typer.Option("--output", "-o", help="json|yaml: the sources' status, for scripts.")] = None,
+    output: Annotated[Optional[str], typer.Option(
+        "--output", "-o", help="json|yaml: the sources' status, for scripts.")] = None,
 ) -> None:
     """Show each source: URL, the revision applied, Ready, its message (or the failure) and age."""
     api = connect.api()
@@ -183,7 +196,7 @@ def status(
     ns = None if all_namespaces else connect.namespace_arg(namespace)
     sources = [api.get(rt, name, namespace=ns or "default")] if name else api.list(rt, namespace=ns)[0]
     if output in ("json", "yaml"):
-        from kctl.cli import yamlio
+        from kctl.manifests import yamlio
 
         data = [status_summary(s) for s in sources]
         text = yamlio.dump_json(data) if output == "json" else yamlio.dump_yaml(data)
@@ -191,7 +204,7 @@ def status(
         return
     if output not in (None, "", "wide"):
         raise typer.BadParameter(f'"{output}": use json or yaml', param_hint="'-o'")
-    from kctl.cli.printers import parse_output, print_objects
+    from kctl.output.printers import parse_output, print_objects
 
     print_objects(sources, rt, parse_output(output), sys.stdout, namespace=ns, all_namespaces=all_namespaces)
 

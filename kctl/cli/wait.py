@@ -16,7 +16,9 @@ import typer
 
 from kctl.api.resources import ResourceType
 from kctl.cli import connect
-from kctl.cli.main import app
+
+#: this module's commands; kctl.cli.main mounts them (main.COMMANDS)
+app = typer.Typer()
 
 #: a check sees the object (None while it does not exist) and says whether the wait is over
 Check = Callable[[Optional[dict]], bool]
@@ -26,16 +28,9 @@ WEEK = 7 * 24 * 3600.0
 
 def parse_timeout(text: str, *, option: str = "--timeout") -> float:
     """A Go duration (`30s`, `1m30s`, `500ms`, `0`) or plain seconds; negative is a week, as kubectl."""
-    from kctl.api.times import parse_duration
+    from kctl.cli.durations import parse_timeout as parse  # the one duration parser (kctl.api.times)
 
-    text = text.strip()
-    negative = text.startswith("-")
-    body = text.lstrip("+-")
-    try:
-        seconds = float(body) if body.replace(".", "", 1).isdigit() else parse_duration(body)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint=f"'{option}'") from None
-    return WEEK if negative and seconds else seconds
+    return parse(text, option=option)
 
 
 def fail(message: str, *, code: int = 1) -> typer.Exit:
@@ -129,7 +124,7 @@ class JSONPathValue:
     value: str | None
 
     def met(self, obj: dict | None) -> bool:
-        from kctl.cli.jsonpath import format_value, parse_template
+        from kctl.output.jsonpath import format_value, parse_template
 
         if obj is None:
             return False
@@ -166,8 +161,8 @@ def parse_for(text: str) -> Waiter:
 
 def _parse_jsonpath(body: str, whole: str) -> JSONPathValue:
     from kctl.api.errors import BadRequest
-    from kctl.cli.jsonpath import parse_template
-    from kctl.cli.printers import _relaxed_jsonpath
+    from kctl.output.jsonpath import parse_template
+    from kctl.output.printers import relaxed_jsonpath
 
     if body.startswith("{"):
         depth, end, quote = 0, -1, ""
@@ -195,7 +190,7 @@ def _parse_jsonpath(body: str, whole: str) -> JSONPathValue:
     if not expr.strip("{} "):
         raise ValueError(f'jsonpath expression cannot be empty: "{whole}"')
     try:
-        relaxed = _relaxed_jsonpath(expr)
+        relaxed = relaxed_jsonpath(expr)
         parse_template(relaxed)  # a bad expression fails now, not after the first change
     except BadRequest as exc:
         raise ValueError(exc.message) from None
@@ -207,17 +202,21 @@ def _parse_jsonpath(body: str, whole: str) -> JSONPathValue:
 @app.command()
 def wait(
     resources: Annotated[Optional[list[str]], typer.Argument(help="TYPE NAME... or TYPE/NAME...")] = None,
-    for_: Annotated[str, typer.Option("--for", help="delete | condition=TYPE[=STATUS] | jsonpath={.path}[=VALUE]")] = "",
+    for_: Annotated[str, typer.Option(
+        "--for", help="delete | condition=TYPE[=STATUS] | jsonpath={.path}[=VALUE]")] = "",
     filename: Annotated[list[str], typer.Option("--filename", "-f", help="Wait for what these manifests name.")] = [],
     recursive: Annotated[bool, typer.Option("--recursive", "-R", help="Process directories recursively.")] = False,
-    namespace: Annotated[Optional[str], typer.Option("--namespace", "-n", help="Namespace (default: default).")] = None,
+    namespace: Annotated[Optional[str], typer.Option("--namespace", "-n",
+                                                     help="Namespace (default: default).")] = None,
     selector: Annotated[Optional[str], typer.Option("--selector", "-l", help="Label selector.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every object of the type in the namespace.")] = False,
-    all_namespaces: Annotated[bool, typer.Option("--all-namespaces", "-A", help="With -l/--all: every namespace.")] = False,
-    timeout: Annotated[str, typer.Option(help="How long to wait for each object (Go duration; 0: check once).")] = "30s",
+    all_namespaces: Annotated[bool, typer.Option("--all-namespaces", "-A",
+                                                 help="With -l/--all: every namespace.")] = False,
+    timeout: Annotated[str, typer.Option(
+        help="How long to wait for each object (Go duration; 0: check once).")] = "30s",
 ) -> None:
     """Wait for objects to meet a condition, to be deleted, or for a JSONPath to have a value."""
-    from kctl.cli.modify import _objects
+    from kctl.cli.modify import named_objects
 
     if not for_:
         raise fail("--for must be set: delete, condition=TYPE[=STATUS] or jsonpath={.path}[=VALUE]")
@@ -227,7 +226,7 @@ def wait(
         raise fail(str(exc)) from None
     seconds = parse_timeout(timeout)
     deleting = isinstance(waiter, Deleted)
-    targets = _objects(resources, filename, recursive, namespace, selector, all_, all_namespaces,
+    targets = named_objects(resources, filename, recursive, namespace, selector, all_, all_namespaces,
                        ignore_not_found=deleting)
     if not targets:
         if deleting:

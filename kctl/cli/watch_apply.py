@@ -3,19 +3,22 @@
 Called by kctl.cli.apply when `--watch` is given. The file watcher (watchfiles) is armed
 before the first round, so no change made while a round runs is missed. Each round
 prints a header (`--- round 2 (3 files changed) ---`), then what `kctl apply` prints,
-with the same code (kctl.cli.apply.report and its prune path). A round is atomic: a
-file that does not parse, or an object the API refuses, prints its error line and
-writes nothing of that round; watching goes on. Ctrl-C ends it with status 0.
+with the same code (kctl.cli.apply.apply_documents, which also prunes the apply-set with
+--prune). A round is atomic: a file that does not parse, or an object the API refuses,
+prints its error line and writes nothing of that round; watching goes on. Ctrl-C ends
+it with status 0.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from kctl.cli import connect
+if TYPE_CHECKING:
+    from kctl.applyset import ParentRef
 
 __all__ = ["watch_apply"]
 
@@ -23,12 +26,15 @@ __all__ = ["watch_apply"]
 _WAKE_MS = 250
 
 
-def watch_apply(files: list[str], *, recursive: bool, namespace: str | None, prune: bool,
+def watch_apply(files: list[str], *, recursive: bool, namespace: str | None, parent: "ParentRef | None",
                 selector: str | None, debounce: str) -> int:
-    """Apply `files` once and then on every change, until interrupted; the exit status."""
+    """Apply `files` once and then on every change, until interrupted; the exit status.
+
+    `parent`: the apply-set to prune (kctl.applyset), None without --prune.
+    """
     import watchfiles
 
-    from kctl.cli.manifests import MANIFEST_SUFFIXES
+    from kctl.manifests.sources import MANIFEST_SUFFIXES
 
     delay_ms = _debounce_ms(debounce)
     if not files:
@@ -64,7 +70,7 @@ def watch_apply(files: list[str], *, recursive: bool, namespace: str | None, pru
                                rust_timeout=_WAKE_MS, yield_on_timeout=True, recursive=recursive)
     try:
         next(changes)  # arms the watcher (returns after _WAKE_MS, or sooner with changes)
-        _round(1, 0, files, recursive, namespace, prune, selector)
+        _round(1, 0, files, recursive, namespace, parent, selector)
         print(f"watching {len(files)} path{'s' if len(files) != 1 else ''} for changes (Ctrl-C to stop)",
               file=sys.stderr, flush=True)
         number = 1
@@ -72,7 +78,7 @@ def watch_apply(files: list[str], *, recursive: bool, namespace: str | None, pru
             changed = {name for _, name in batch}
             if changed:
                 number += 1
-                _round(number, len(changed), files, recursive, namespace, prune, selector)
+                _round(number, len(changed), files, recursive, namespace, parent, selector)
     except KeyboardInterrupt:
         pass
     finally:
@@ -89,25 +95,24 @@ def _debounce_ms(text: str) -> int:
 
 
 def _round(number: int, changed: int, files: list[str], recursive: bool, namespace: str | None,
-           prune: bool, selector: str | None) -> None:
+           parent: "ParentRef | None", selector: str | None) -> None:
     """One apply of every file, atomic, with its header; errors printed, never raised."""
     from kctl.api.errors import APIError
-    from kctl.cli.apply import _prune, _read, report
-    from kctl.cli.yamlio import ManifestError
+    from kctl.cli.apply import apply_documents, read_documents
+    from kctl.manifests.yamlio import ManifestError
 
     header = f"--- round {number}"
     if changed:
         header += f" ({changed} file{'s' if changed != 1 else ''} changed)"
     print(header + " ---", flush=True)
     try:
-        docs = _read(files, recursive)
-        results = connect.api().write_all([("apply", d.obj) for d in docs], namespace=namespace, atomic=True)
-        code = report(docs, results, atomic=True)
-        if prune and not code:
-            _prune(results, namespace, selector, dry_run=False, suffix="")
+        docs = read_documents(files, recursive)
+        apply_documents(docs, namespace=namespace, atomic=True, selector=selector, parent=parent)
     except ManifestError as error:
         print(f"error: {error}", file=sys.stderr)
     except APIError as error:
-        print(f"Error from server ({error.reason}): {error.message}", file=sys.stderr)
+        from kctl.cli.connect import error_line
+
+        print(error_line(error), file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()

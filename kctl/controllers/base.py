@@ -6,7 +6,10 @@ asks `ctx.informers` for the informers it needs and adds handlers that put keys 
 queue; the manager's workers then call `reconcile(key)`. A key is "namespace/name" for a
 namespaced object and "name" for a cluster-scoped one (`key_of`, `split_key`).
 `owner_key` finds the key of an object's controller owner of one kind. `Recorder`
-writes Events for a controller (kctl.api.events.record, never raises).
+writes Events for a controller (kctl.api.events.record, never raises); `DeferredEvents`
+holds a reconcile pass's Events until the pass ends, and `DeferredEvents.flush_all()`
+(called by the manager when a term ends, e.g. on SIGTERM) records those of passes that
+did not finish, so no Event about a write already made is lost on a clean stop.
 """
 
 from __future__ import annotations
@@ -14,14 +17,17 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterator, NewType, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Callable, ClassVar, Iterator, NewType, Protocol, runtime_checkable
+
+from kctl.client.claim import controller_ref  # the one definition (client-go's GetControllerOf)
 
 if TYPE_CHECKING:
-    from kctl.api.apiserver import APIServer
-    from kctl.controllers.informer import InformerFactory
-    from kctl.controllers.workqueue import WorkQueue
+    from kctl.api.contract import API
+    from kctl.client.informer import InformerFactory
+    from kctl.client.workqueue import WorkQueue
 
 #: "namespace/name", or "name" for a cluster-scoped object
 ObjectKey = NewType("ObjectKey", str)
@@ -40,7 +46,7 @@ class ControllerSettings:
 class Recorder:
     """Records Events about objects as one component (`replicaset-controller`, ...)."""
 
-    def __init__(self, api: "APIServer", *, component: str, host: str = "") -> None:
+    def __init__(self, api: API, *, component: str, host: str = "") -> None:
         self.api = api
         self.component = component
         self.host = host
@@ -62,28 +68,59 @@ class DeferredEvents:
     A controller wraps its pass in `with events.deferred():` and calls `events.add(...)`;
     outside such a block `add` records at once. Used by the ReplicaSet, Job and CronJob
     controllers, whose Events would otherwise sit between a create and the status write.
+    `flush()` records, from any thread, what passes still running have deferred.
     """
+
+    #: every instance, so that a stopping manager can flush them all
+    _instances: ClassVar["weakref.WeakSet[DeferredEvents]"] = weakref.WeakSet()
 
     def __init__(self) -> None:
         self._local = threading.local()
+        self._lock = threading.Lock()
+        #: the pending list of each pass now running (thread ident -> list)
+        self._running: dict[int, list[tuple[dict, str, str, str]]] = {}
         self.recorder: Recorder | None = None
+        DeferredEvents._instances.add(self)
 
     @contextmanager
     def deferred(self) -> Iterator[None]:
-        self._local.pending = []
+        pending: list[tuple[dict, str, str, str]] = []
+        ident = threading.get_ident()
+        self._local.pending = pending
+        with self._lock:
+            self._running[ident] = pending
         try:
             yield
         finally:
-            pending, self._local.pending = self._local.pending, None
-            for args in pending:
+            self._local.pending = None
+            with self._lock:
+                self._running.pop(ident, None)
+                taken, pending[:] = list(pending), []
+            for args in taken:
                 self._record(*args)
 
     def add(self, obj: dict, type_: str, reason: str, message: str) -> None:
         pending = getattr(self._local, "pending", None)
         if pending is not None:
-            pending.append((obj, type_, reason, message))
+            with self._lock:
+                pending.append((obj, type_, reason, message))
         else:
             self._record(obj, type_, reason, message)
+
+    def flush(self) -> int:
+        """Record now every Event deferred by passes still running; how many were recorded."""
+        with self._lock:
+            taken = [args for pending in self._running.values() for args in pending]
+            for pending in self._running.values():
+                pending.clear()
+        for args in taken:
+            self._record(*args)
+        return len(taken)
+
+    @classmethod
+    def flush_all(cls) -> int:
+        """flush() every DeferredEvents of this process (a manager's term is ending)."""
+        return sum(events.flush() for events in list(cls._instances))
 
     def _record(self, obj: dict, type_: str, reason: str, message: str) -> None:
         if self.recorder is not None:
@@ -94,7 +131,7 @@ class DeferredEvents:
 class ControllerContext:
     """What a controller is given at `register`: the API, shared informers, events, a clock."""
 
-    api: "APIServer"
+    api: API
     informers: "InformerFactory"
     recorder: Recorder
     clock: Callable[[], float] = time.time
@@ -139,14 +176,6 @@ def split_key(key: str) -> tuple[str, str]:
     """(namespace, name) of a key; namespace is "" for a cluster-scoped key."""
     namespace, sep, name = key.partition("/")
     return (namespace, name) if sep else ("", namespace)
-
-
-def controller_ref(obj: dict) -> dict | None:
-    """The ownerReference with controller=true, if any."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return ref
-    return None
 
 
 def owner_key(obj: dict, kind: str) -> str | None:

@@ -48,8 +48,8 @@ from kctl.controllers.replicaset import format_time, parse_time, to_datetime
 if TYPE_CHECKING:
     from croniter import croniter
 
+    from kctl.client.workqueue import WorkQueue
     from kctl.controllers.base import ControllerContext
-    from kctl.controllers.workqueue import WorkQueue
 
 log = logging.getLogger("kctl.controllers.cronjob")
 
@@ -339,11 +339,6 @@ class CronJobController:
         self.api.update_status(updated)  # Conflict raises: the manager retries with back-off
 
 
-def controllers() -> list:
-    """The controllers this module provides, for the controller manager."""
-    return [CronJobController()]
-
-
 __all__ = ["CronJobController", "DEFAULT_FAILED_HISTORY", "DEFAULT_SUCCESSFUL_HISTORY", "InvalidSchedule",
-           "MAX_MISSED", "Missed", "controllers", "job_from_template", "job_name", "jobs_to_prune",
+           "MAX_MISSED", "Missed", "job_from_template", "job_name", "jobs_to_prune",
            "last_successful", "most_recent_missed", "next_schedule_time", "parse_schedule", "too_late", "zone_of"]

@@ -41,11 +41,14 @@ from typing import TYPE_CHECKING
 
 from kctl.api.errors import AlreadyExists, APIError, Conflict, NotFound
 from kctl.api.times import parse_time
+from kctl.client.claim import ClaimIncomplete, ControllerRefManager
+from kctl.client.tolerations import tolerates
 from kctl.controllers.base import clock_now, controller_ref, key_of, owner_key
 
 if TYPE_CHECKING:
+    from kctl.api.selectors import LabelSelector
+    from kctl.client.workqueue import WorkQueue
     from kctl.controllers.base import ControllerContext
-    from kctl.controllers.workqueue import WorkQueue
 
 log = logging.getLogger("kctl.controllers.daemonset")
 
@@ -76,22 +79,6 @@ class DaemonSetSettings:
 
 
 # -- node eligibility ---------------------------------------------------------------------
-
-def tolerates(toleration: dict, taint: dict) -> bool:
-    """v1 Toleration.ToleratesTaint."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    operator = toleration.get("operator") or "Equal"
-    if key and key != taint.get("key"):
-        return False
-    if operator == "Exists":
-        return True
-    if not key and operator == "Equal":
-        return False  # an empty key needs Exists
-    return (toleration.get("value") or "") == (taint.get("value") or "")
-
 
 def daemon_tolerations(pod_spec: dict) -> list[dict]:
     """The pod's tolerations plus the defaults Kubernetes adds to daemon pods (no duplicates)."""
@@ -274,7 +261,7 @@ class DaemonSetController:
         self.settings = settings
 
     def register(self, ctx: "ControllerContext", queue: "WorkQueue[str]") -> None:
-        from kctl.controllers.expectations import Expectations
+        from kctl.client.expectations import Expectations
 
         self.ctx, self.api, self.queue = ctx, ctx.api, queue
         self.expectations = Expectations()
@@ -381,56 +368,27 @@ class DaemonSetController:
         return requeue
 
     def _claimed(self, ds: dict) -> list[dict]:
+        """The cached pods whose controller reference is this DaemonSet (no adoption or release)."""
         uid = ds["metadata"]["uid"]
         return [p for p in self.pods.by_index("owner", uid)
                 if (controller_ref(p) or {}).get("uid") == uid]
 
-    def _claim_pods(self, ds: dict, selector) -> list[dict]:
-        """Owned pods, after adopting matching orphans and releasing owned pods that stopped matching."""
-        uid = ds["metadata"]["uid"]
-        owned = []
-        for pod in self._claimed(ds):
-            if selector.matches(pod["metadata"].get("labels") or {}):
-                owned.append(pod)
-            elif not pod["metadata"].get("deletionTimestamp"):
-                self._set_owner(pod, ds, adopt=False)
-        for pod in self.pods.list(ds["metadata"].get("namespace"), selector=selector):
-            meta = pod["metadata"]
-            if controller_ref(pod) or meta.get("deletionTimestamp"):
-                continue
-            adopted = self._set_owner(pod, ds, adopt=True)
-            if adopted is not None:
-                owned.append(adopted)
-        return [p for p in owned if (controller_ref(p) or {}).get("uid") == uid]
+    def _claim_pods(self, ds: dict, selector: "LabelSelector") -> list[dict]:
+        """Owned pods, after adopting matching orphans and releasing owned pods that stopped matching.
 
-    def _set_owner(self, pod: dict, ds: dict, *, adopt: bool) -> dict | None:
-        """Adopt (or release) a pod; re-read on Conflict. None if it went or is no longer ours to take."""
-        ds_uid = ds["metadata"]["uid"]
-        for _ in range(3):
-            new = copy.deepcopy(pod)
-            refs = [r for r in new["metadata"].get("ownerReferences") or () if r.get("uid") != ds_uid]
-            if adopt:
-                refs.append({"apiVersion": ds.get("apiVersion", "apps/v1"), "kind": "DaemonSet",
-                             "name": ds["metadata"]["name"], "uid": ds_uid, "controller": True,
-                             "blockOwnerDeletion": True})
-            if refs:
-                new["metadata"]["ownerReferences"] = refs
-            else:
-                new["metadata"].pop("ownerReferences", None)
-            try:
-                return self.api.update(new)
-            except NotFound:
-                return None
-            except Conflict:
-                try:
-                    pod = self.api.get(self._pod_rt, pod["metadata"]["name"], namespace=pod["metadata"].get("namespace"))
-                except NotFound:
-                    return None
-                owner = controller_ref(pod)
-                if adopt and (owner is not None or pod["metadata"].get("deletionTimestamp")):
-                    return pod if (owner or {}).get("uid") == ds_uid else None
-        # Still contended: act on nothing this pass rather than on a wrong picture of the node.
-        raise Conflict(f'pod "{pod["metadata"]["name"]}": could not {"adopt" if adopt else "release"} it')
+        Raises ClaimIncomplete (the key is retried with back-off) when an adoption or
+        release conflicted or the DaemonSet read fresh may not adopt: act on nothing this
+        pass rather than on a wrong picture of the nodes.
+        """
+        manager = ControllerRefManager(self.api, ds, kind="DaemonSet", owner_rt=self._ds_rt, selector=selector)
+        # a pod being deleted that stopped matching is left alone (it goes anyway)
+        owned = [p for p in self._claimed(ds) if manager.matches(p) or not p["metadata"].get("deletionTimestamp")]
+        orphans = [p for p in self.pods.list(ds["metadata"].get("namespace"), selector=selector)
+                   if controller_ref(p) is None]
+        result = manager.claim([*owned, *orphans])
+        if not result.complete:
+            raise ClaimIncomplete(f'daemonset "{ds["metadata"]["name"]}": {result.problem}')
+        return result.claimed
 
     def _node_pods(self, pods: list[dict]) -> dict[str, list[dict]]:
         by_node: dict[str, list[dict]] = {}
@@ -607,4 +565,4 @@ class DaemonSetController:
 
 
 __all__ = ["DaemonSetController", "DaemonSetSettings", "node_should_run", "new_pod", "template_hash",
-           "tolerates", "daemon_tolerations", "HASH_LABEL", "DEFAULT_TOLERATIONS"]
+           "daemon_tolerations", "HASH_LABEL", "DEFAULT_TOLERATIONS"]

@@ -41,6 +41,7 @@ from typing import Callable
 
 from kctl.api.errors import AlreadyExists, APIError, Conflict, NotFound
 from kctl.api.selectors import LabelSelector
+from kctl.client.claim import ControllerRefManager
 from kctl.controllers.base import key_of
 from kctl.controllers import rollout as ro
 from kctl.controllers.replicaset import (controller_ref, format_time, owner_reference, selector_of,
@@ -230,55 +231,18 @@ class _Sync:
     # -- claiming ReplicaSets --------------------------------------------------------------
 
     def claim_replica_sets(self, selector: LabelSelector) -> list[dict]:
-        """ClaimReplicaSets: private copies of the ReplicaSets this Deployment controls."""
-        d = self.d
-        uid = d["metadata"]["uid"]
-        deleting = bool(d["metadata"].get("deletionTimestamp"))
-        claimed: list[dict] = []
-        fresh_checked = False
-        for rs in self.c.replicasets.list(d["metadata"].get("namespace")):
-            meta = rs["metadata"]
-            ref = controller_ref(rs)
-            matches = selector.matches(meta.get("labels") or {})
-            if ref is not None:
-                if ref.get("uid") != uid:
-                    continue
-                if matches or deleting:
-                    claimed.append(copy.deepcopy(rs))
-                else:
-                    self._set_owner(rs, adopt=False)
-                continue
-            if deleting or not matches or meta.get("deletionTimestamp"):
-                continue
-            if not fresh_checked:
-                # RecheckDeletionTimestamp: a stale cache must not adopt (or act) for a Deployment going away
-                try:
-                    fresh = self.api.get(self.c.deploy_rt, d["metadata"]["name"], namespace=d["metadata"].get("namespace"))
-                except NotFound:
-                    raise RetryLater("the deployment is gone") from None
-                if fresh["metadata"].get("uid") != uid or fresh["metadata"].get("deletionTimestamp"):
-                    raise RetryLater("the deployment is being deleted or was replaced")
-                fresh_checked = True
-            adopted = self._set_owner(rs, adopt=True)
-            if adopted is not None:
-                claimed.append(adopted)
-        return claimed
+        """ClaimReplicaSets: private copies of the ReplicaSets this Deployment controls.
 
-    def _set_owner(self, rs: dict, *, adopt: bool) -> dict | None:
-        new = copy.deepcopy(rs)
-        uid = self.d["metadata"]["uid"]
-        refs = [r for r in new["metadata"].get("ownerReferences") or () if r.get("uid") != uid]
-        if adopt:
-            refs.append(owner_reference(self.d, "Deployment"))
-        if refs:
-            new["metadata"]["ownerReferences"] = refs
-        else:
-            new["metadata"].pop("ownerReferences", None)
-        try:
-            return self.api.update(new)
-        except NotFound:
-            return None
-        # a Conflict propagates: the sync is retried with a fresher cache
+        RetryLater when the claim is incomplete (an adoption or release conflicted, or the
+        Deployment read fresh is gone, replaced or being deleted: a stale cache must not
+        adopt, or act, for a Deployment going away).
+        """
+        manager = ControllerRefManager(self.api, self.d, kind="Deployment", owner_rt=self.c.deploy_rt,
+                                       selector=selector)
+        result = manager.claim(self.c.replicasets.list(self.d["metadata"].get("namespace")))
+        if not result.complete:
+            raise RetryLater(result.problem or "claiming replica sets did not complete")
+        return [copy.deepcopy(rs) for rs in result.claimed]
 
     # -- finding and creating the new ReplicaSet -------------------------------------------
 
@@ -616,9 +580,4 @@ class _Sync:
         self.d["status"] = status
 
 
-def controllers() -> list:
-    """The controllers this module provides, for the controller manager."""
-    return [DeploymentController()]
-
-
-__all__ = ["DeploymentController", "DeploymentSettings", "RetryLater", "controllers"]
+__all__ = ["DeploymentController", "DeploymentSettings", "RetryLater"]

@@ -22,8 +22,8 @@ from kctl.api.times import parse_time
 from kctl.controllers.base import clock_now
 
 if TYPE_CHECKING:
+    from kctl.client.workqueue import WorkQueue
     from kctl.controllers.base import ControllerContext
-    from kctl.controllers.workqueue import WorkQueue
 
 log = logging.getLogger("kctl.controllers.eventttl")
 

@@ -32,10 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 from kctl.api.errors import Conflict, NotFound
 from kctl.api.resources import ResourceType
+from kctl.client.retry import retry_on_conflict
 
 if TYPE_CHECKING:
+    from kctl.client.workqueue import WorkQueue
     from kctl.controllers.base import ControllerContext
-    from kctl.controllers.workqueue import WorkQueue
 
 log = logging.getLogger("kctl.controllers.garbagecollector")
 
@@ -166,7 +167,7 @@ class GarbageCollector:
             if not dep_meta.get("deletionTimestamp") or FOREGROUND in _finalizers(dep):
                 self.queue.add(dep_meta["uid"])
             if any(r.get("uid") == uid and r.get("blockOwnerDeletion") for r in _refs(dep)):
-                live = self.api.store.get_by_uid(dep_meta["uid"])
+                live = self.api.get_by_uid(dep_meta["uid"])
                 if live is not None and any(r.get("uid") == uid and r.get("blockOwnerDeletion")
                                             for r in _refs(live)):
                     blocking += 1
@@ -199,7 +200,7 @@ class GarbageCollector:
             if not retry:
                 raise  # the work queue retries it, rate-limited
             # The cache was behind: decide once more on what the store holds now.
-            live = self.api.store.get_by_uid(meta["uid"])
+            live = self.api.get_by_uid(meta["uid"])
             if live is None or live["metadata"].get("deletionTimestamp") or not live["metadata"].get("ownerReferences"):
                 return None
             return self._attempt_to_delete(live, retry=False)
@@ -210,54 +211,48 @@ class GarbageCollector:
         rt = self._type_of(obj)
         if rt is None:
             return None
-        for _ in range(3):
-            try:
-                live = self.api.get(rt, meta["name"], namespace=meta.get("namespace"))
-            except NotFound:
-                return None
+
+        def drop() -> None:
+            live = self.api.get(rt, meta["name"], namespace=meta.get("namespace"))
             if live["metadata"].get("uid") != meta["uid"]:
-                return None
+                return
             refs = [r for r in _refs(live) if r.get("uid") not in uids]
             if len(refs) == len(_refs(live)):
-                return None
+                return
             new = copy.deepcopy(live)
             if refs:
                 new["metadata"]["ownerReferences"] = refs
             else:
                 new["metadata"].pop("ownerReferences", None)
-            try:
-                self.api.update(new)
-                return None
-            except NotFound:
-                return None
-            except Conflict:
-                continue
-        raise Conflict(f"{meta['name']}: could not drop owner references")
+            self.api.update(new)
+
+        try:
+            retry_on_conflict(drop, attempts=3)  # still conflicting: the work queue retries, rate-limited
+        except NotFound:
+            pass
+        return None
 
     def _remove_finalizer(self, obj: dict, finalizer: str) -> float | None:
         meta = obj["metadata"]
         rt = self._type_of(obj)
         if rt is None:
             return None
-        for _ in range(3):
-            try:
-                live = self.api.get(rt, meta["name"], namespace=meta.get("namespace"))
-            except NotFound:
-                return None
+
+        def remove() -> None:
+            live = self.api.get(rt, meta["name"], namespace=meta.get("namespace"))
             if live["metadata"].get("uid") != meta["uid"] or finalizer not in _finalizers(live):
-                return None
+                return
             new = copy.deepcopy(live)
             new["metadata"]["finalizers"] = [f for f in _finalizers(live) if f != finalizer]
             if not new["metadata"]["finalizers"]:
                 del new["metadata"]["finalizers"]
-            try:
-                self.api.update(new)
-                return None
-            except NotFound:
-                return None
-            except Conflict:
-                continue
-        raise Conflict(f"{meta['name']}: could not remove finalizer {finalizer}")
+            self.api.update(new)
+
+        try:
+            retry_on_conflict(remove, attempts=3)  # still conflicting: the work queue retries, rate-limited
+        except NotFound:
+            pass
+        return None
 
     # -- reads -------------------------------------------------------------------------
 
@@ -279,7 +274,7 @@ class GarbageCollector:
         uid = ref.get("uid")
         if not uid:
             return None
-        owner = self.api.store.get_by_uid(uid)
+        owner = self.api.get_by_uid(uid)
         if owner is None:
             return None
         if ref.get("kind") and owner.get("kind") != ref.get("kind"):

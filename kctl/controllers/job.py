@@ -219,7 +219,7 @@ class JobController:
         self._events = DeferredEvents()  # Events of the pass running on this worker
 
     def register(self, ctx, queue) -> None:
-        from kctl.controllers.expectations import Expectations
+        from kctl.client.expectations import Expectations
 
         self.ctx, self.api, self.queue = ctx, ctx.api, queue
         self.clock: Callable[[], float] = ctx.clock
@@ -427,11 +427,6 @@ class _Retry(Exception):
     """A reconcile that must run again with back-off (a write failed or conflicted)."""
 
 
-def controllers() -> list:
-    """The controllers this module provides, for the controller manager."""
-    return [JobController()]
-
-
 __all__ = ["DEFAULT_BACKOFF_LIMIT", "JobController", "JobCounts", "JobSettings", "backoff_delay",
-           "backoff_remaining", "controllers", "failure_reason", "finished_condition", "is_complete",
+           "backoff_remaining", "failure_reason", "finished_condition", "is_complete",
            "is_suspended", "job_counts", "job_pod", "wanted_active", "with_condition", "with_condition_false"]

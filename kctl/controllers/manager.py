@@ -1,7 +1,7 @@
 """The controller manager: runs controllers' workers while this process holds the lease.
 
 `kctl daemon` builds one `ControllerManager` with its controllers (kctl/controllers/*).
-While it leads (kctl/controllers/leader.py) it runs a *term*: a fresh InformerFactory,
+While it leads (kctl/client/leader.py) it runs a *term*: a fresh InformerFactory,
 one WorkQueue per controller, `controller.register(ctx, queue)`, informers started and
 synced, then `workers` threads per controller that loop get -> reconcile -> done:
 
@@ -10,7 +10,10 @@ synced, then `workers` threads per controller that loop get -> reconcile -> done
 - an exception is logged (one line, with the key) and the key re-queued rate-limited.
 
 Losing the lease ends the term (queues shut down, informers stopped); winning it again
-starts a new one, so a controller's `register` may be called more than once.
+starts a new one, so a controller's `register` may be called more than once. Ending a
+term waits up to `join_seconds` for the workers' passes to finish, then records the
+Events that passes still running had deferred (DeferredEvents.flush_all), so a stop
+(SIGTERM) loses no Event about a write already made; `stop()` then releases the Lease.
 """
 
 from __future__ import annotations
@@ -20,18 +23,20 @@ import threading
 import time
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from kctl.controllers.base import Controller, ControllerContext, ControllerSettings, Recorder
-from kctl.controllers.informer import InformerFactory
-from kctl.controllers.leader import LeaderElectionSettings, LeaderElector, default_identity
-from kctl.controllers.workqueue import WorkQueue
+from kctl.client.informer import InformerFactory
+from kctl.client.leader import LeaderElectionSettings, LeaderElector, default_identity
+from kctl.client.workqueue import WorkQueue
+from kctl.controllers.base import Controller, ControllerContext, ControllerSettings, DeferredEvents, Recorder
 
 if TYPE_CHECKING:
-    from kctl.api.apiserver import APIServer
+    from kctl.api.contract import API
 
 log = logging.getLogger("kctl.controllers.manager")
 
-#: how long stop() waits for threads to end
+#: how long ending a term waits for the workers' passes
 JOIN_SECONDS = 10.0
+#: how much longer stop() waits for the elector (which ends the term, then releases the Lease)
+STOP_MARGIN_SECONDS = 5.0
 
 
 class _Term:
@@ -48,11 +53,11 @@ class _Term:
 class ControllerManager:
     """Runs the given controllers while this process is the leader (see module doc)."""
 
-    def __init__(self, api: "APIServer", controllers: Sequence[Controller], *, workers: int = 2,
+    def __init__(self, api: API, controllers: Sequence[Controller], *, workers: int = 2,
                  lease_name: str = "kctl-controller-manager", identity: str | None = None,
                  election: LeaderElectionSettings | None = None, leader_election: bool = True,
                  settings: ControllerSettings = ControllerSettings(),
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, join_seconds: float = JOIN_SECONDS) -> None:
         names = [c.name for c in controllers]
         if len(set(names)) != len(names):
             raise ValueError(f"controller names must be unique: {names}")
@@ -62,6 +67,7 @@ class ControllerManager:
         self.identity = identity or default_identity()
         self.settings = settings
         self.clock = clock
+        self.join_seconds = join_seconds
         self.leader_election = leader_election
         election = election or LeaderElectionSettings(lease_name=lease_name)
         self.elector = LeaderElector(api, identity=self.identity, settings=election,
@@ -136,10 +142,15 @@ class ControllerManager:
         """Stop workers, informers and election; release the lease unless release=False."""
         self._release = release
         self._halt.set()
+        # the elector's thread ends the term (up to join_seconds), then releases the Lease
+        deadline = time.monotonic() + self.join_seconds + STOP_MARGIN_SECONDS
         for thread in self._threads:
             if thread is not threading.current_thread():
-                thread.join(JOIN_SECONDS)
+                thread.join(max(0.0, deadline - time.monotonic()))
+                if thread.is_alive():
+                    log.warning("controller manager: %s still busy after stop", thread.name)
         self._end_term()
+        DeferredEvents.flush_all()
 
     # -- terms ---------------------------------------------------------------------------
 
@@ -172,11 +183,15 @@ class ControllerManager:
         term.stop.set()
         for queue in list(term.queues.values()):
             queue.shutdown()
+        deadline = time.monotonic() + self.join_seconds
         for thread in list(term.threads):
             if thread is not threading.current_thread():
-                thread.join(JOIN_SECONDS)
+                thread.join(max(0.0, deadline - time.monotonic()))
                 if thread.is_alive():
                     log.warning("controller manager: %s still busy after stop", thread.name)
+        flushed = DeferredEvents.flush_all()
+        if flushed:
+            log.info("controller manager: recorded %d Events of passes still running", flushed)
 
     def _run_term(self, term: _Term) -> None:
         informers = InformerFactory(self.api, resync=self.settings.resync_seconds)

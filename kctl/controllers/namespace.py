@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from kctl.api.errors import Conflict, NotFound
 
 if TYPE_CHECKING:
+    from kctl.client.workqueue import WorkQueue
     from kctl.controllers.base import ControllerContext
-    from kctl.controllers.workqueue import WorkQueue
 
 log = logging.getLogger("kctl.controllers.namespace")
 

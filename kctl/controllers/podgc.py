@@ -30,8 +30,8 @@ from kctl.controllers.base import clock_now, key_of
 from kctl.controllers.nodelifecycle import ready_status
 
 if TYPE_CHECKING:
+    from kctl.client.workqueue import WorkQueue
     from kctl.controllers.base import ControllerContext
-    from kctl.controllers.workqueue import WorkQueue
 
 log = logging.getLogger("kctl.controllers.podgc")
 

@@ -37,6 +37,8 @@ from typing import Callable, Iterable, Sequence
 from kctl.api.errors import AlreadyExists, APIError, Conflict, NotFound
 from kctl.api.selectors import LabelSelector, from_label_selector_object
 from kctl.api.times import format_time, parse_time, to_datetime
+from kctl.client.claim import ControllerRefManager, owner_reference
+from kctl.client.retry import retry_on_conflict
 from kctl.controllers.base import DeferredEvents, controller_ref, key_of, owner_key
 
 log = logging.getLogger("kctl.controllers.replicaset")
@@ -93,12 +95,6 @@ def pod_active(pod: dict) -> bool:
     """controller.IsPodActive: not Succeeded/Failed and not being deleted."""
     phase = (pod.get("status") or {}).get("phase")
     return phase not in ("Succeeded", "Failed") and not pod["metadata"].get("deletionTimestamp")
-
-
-def owner_reference(owner: dict, kind: str) -> dict:
-    """The controller ownerReference a controller puts on what it creates or adopts."""
-    return {"apiVersion": owner.get("apiVersion", "apps/v1"), "kind": kind, "name": owner["metadata"]["name"],
-            "uid": owner["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
 
 
 def max_container_restarts(pod: dict) -> int:
@@ -304,7 +300,7 @@ class ReplicaSetController:
         self._events = DeferredEvents()  # Events of the pass running on this worker
 
     def register(self, ctx, queue) -> None:
-        from kctl.controllers.expectations import Expectations
+        from kctl.client.expectations import Expectations
 
         self.ctx, self.api, self.queue = ctx, ctx.api, queue
         self.clock: Callable[[], float] = ctx.clock
@@ -439,63 +435,13 @@ class ReplicaSetController:
     def _claim_pods(self, rs: dict, selector: LabelSelector) -> tuple[list[dict], bool]:
         """ClaimPods: owned matching pods, adopting orphans and releasing the non-matching.
 
-        Returns the active pods the ReplicaSet now owns and whether a write conflicted
-        (so the key is tried again).
+        Returns the active pods the ReplicaSet now owns and whether the claim was
+        incomplete (a write conflicted, or the ReplicaSet read fresh may not adopt), so the
+        key is tried again.
         """
-        uid = rs["metadata"]["uid"]
-        deleting = bool(rs["metadata"].get("deletionTimestamp"))
-        owned: list[dict] = []
-        retry = False
-        fresh_checked = False
-        for pod in self.pods.list(rs["metadata"].get("namespace")):
-            if not pod_active(pod):
-                continue
-            meta = pod["metadata"]
-            ref = controller_ref(pod)
-            matches = not selector.is_empty and selector.matches(meta.get("labels") or {})
-            if ref is not None:
-                if ref.get("uid") != uid:
-                    continue
-                if matches:
-                    owned.append(pod)
-                elif not deleting:
-                    retry |= self._set_owner(pod, rs, adopt=False) is None
-                continue
-            if deleting or not matches:
-                continue
-            if not fresh_checked:
-                # RecheckDeletionTimestamp: never adopt for a ReplicaSet that is going away
-                # (the cache is stale if it is: stop, and let the retry see the newer state)
-                try:
-                    fresh = self.api.get(self._rs_rt, rs["metadata"]["name"], namespace=rs["metadata"].get("namespace"))
-                except NotFound:
-                    return owned, True
-                if fresh["metadata"].get("uid") != uid or fresh["metadata"].get("deletionTimestamp"):
-                    return owned, True
-                fresh_checked = True
-            adopted = self._set_owner(pod, rs, adopt=True)
-            if adopted is None:
-                retry = True
-            elif adopted:
-                owned.append(adopted)
-        return owned, retry
-
-    def _set_owner(self, pod: dict, rs: dict, *, adopt: bool) -> dict | None:
-        """Adopt (add our controller reference) or release (remove it); None when it conflicted."""
-        new = copy.deepcopy(pod)
-        refs = [r for r in new["metadata"].get("ownerReferences") or () if r.get("uid") != rs["metadata"]["uid"]]
-        if adopt:
-            refs.append(owner_reference(rs, "ReplicaSet"))
-        if refs:
-            new["metadata"]["ownerReferences"] = refs
-        else:
-            new["metadata"].pop("ownerReferences", None)
-        try:
-            return self.api.update(new)
-        except NotFound:
-            return {}  # gone: nothing to claim or release
-        except Conflict:
-            return None
+        manager = ControllerRefManager(self.api, rs, kind="ReplicaSet", owner_rt=self._rs_rt, selector=selector)
+        result = manager.claim(p for p in self.pods.list(rs["metadata"].get("namespace")) if pod_active(p))
+        return result.claimed, not result.complete
 
     def _manage_replicas(self, key: str, rs: dict, pods: list[dict],
                          now: dt.datetime) -> tuple[tuple[str, str] | None, set[str]]:
@@ -573,13 +519,8 @@ class ReplicaSetController:
     def _delete_pod(self, pod: dict) -> None:
         """Delete without preconditions, as Kubernetes does: a concurrent write is no reason to fail."""
         meta = pod["metadata"]
-        for attempt in range(3):
-            try:
-                self.api.delete(self._pod_rt, meta["name"], namespace=meta.get("namespace"))
-                return
-            except Conflict:
-                if attempt == 2:
-                    raise
+        retry_on_conflict(lambda: self.api.delete(self._pod_rt, meta["name"], namespace=meta.get("namespace")),
+                          attempts=3)
 
     def _related_pods(self, rs: dict) -> list[dict]:
         """getIndirectlyRelatedPods: pods of every ReplicaSet with the same controller owner."""
@@ -625,11 +566,6 @@ def _takes_clock(cls: type) -> bool:
         return False
 
 
-def controllers() -> list:
-    """The controllers this module provides, for the controller manager."""
-    return [ReplicaSetController()]
-
-
 __all__ = ["ReplicaSetController", "ReplicaSetSettings", "pods_to_delete", "slow_start_batches",
            "pod_available", "pod_ready", "pod_active", "controller_ref", "owner_reference",
-           "pod_from_template", "replica_set_status", "controllers"]
+           "pod_from_template", "replica_set_status"]

@@ -558,7 +558,8 @@ def deployment_progressing(d: dict, new_status: dict) -> bool:
         return int(s.get(f) or 0)
 
     return (n(new_status, "updatedReplicas") > n(old, "updatedReplicas")
-            or n(new_status, "replicas") - n(new_status, "updatedReplicas") < n(old, "replicas") - n(old, "updatedReplicas")
+            or (n(new_status, "replicas") - n(new_status, "updatedReplicas")
+                < n(old, "replicas") - n(old, "updatedReplicas"))
             or n(new_status, "readyReplicas") > n(old, "readyReplicas")
             or n(new_status, "availableReplicas") > n(old, "availableReplicas"))
 

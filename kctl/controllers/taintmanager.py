@@ -39,13 +39,13 @@ from typing import TYPE_CHECKING
 
 from kctl.api.errors import Conflict, NotFound
 from kctl.api.times import format_time, parse_time
+from kctl.client.tolerations import tolerates
 from kctl.controllers.base import clock_now, key_of
-from kctl.controllers.daemonset import tolerates
 from kctl.controllers.nodelifecycle import TAINT_NOT_READY, TAINT_UNREACHABLE
 
 if TYPE_CHECKING:
+    from kctl.client.workqueue import WorkQueue
     from kctl.controllers.base import ControllerContext
-    from kctl.controllers.workqueue import WorkQueue
 
 log = logging.getLogger("kctl.controllers.taintmanager")
 

@@ -1,6 +1,6 @@
 """The TTL-after-finished controller: deletes finished Jobs `spec.ttlSecondsAfterFinished` later.
 
-Run by the controller manager in `kctl daemon` (wired in kctl/controllers/controlplane.py);
+Run by the controller manager in `kctl daemon` (wired in kctl/daemon/controlplane.py);
 written after Kubernetes' pkg/controller/ttlafterfinished. A Job is queued when it is seen
 finished (a Complete or Failed condition with status True) with ttlSecondsAfterFinished
 set. Its reconcile works out when the Job expires: its finish time (status.completionTime,
@@ -22,8 +22,8 @@ from kctl.api.times import parse_time
 from kctl.controllers.base import clock_now, key_of, split_key
 
 if TYPE_CHECKING:
+    from kctl.client.workqueue import WorkQueue
     from kctl.controllers.base import ControllerContext
-    from kctl.controllers.workqueue import WorkQueue
 
 log = logging.getLogger("kctl.controllers.ttlafterfinished")
 
@@ -94,9 +94,4 @@ class TTLAfterFinishedController:
         return None
 
 
-def controllers() -> list:
-    """The controllers this module provides, for the controller manager."""
-    return [TTLAfterFinishedController()]
-
-
-__all__ = ["TTLAfterFinishedController", "controllers", "finished_at", "needs_cleanup", "seconds_left"]
+__all__ = ["TTLAfterFinishedController", "finished_at", "needs_cleanup", "seconds_left"]

@@ -23,6 +23,9 @@ LABEL_SPEC_HASH = "io.kctl.container.hash"  # hash of the container spec it was 
 LABEL_RESTART = "io.kctl.container.restart"  # restart count at the time it was made ("0", "1", ...)
 LABEL_VOLUME = "io.kctl.volume.name"         # the volume's name in the Pod spec
 
+#: container events that mean a container stopped running (Podman's names): its pod is synced at once
+DEATH_EVENTS = ("died", "oom", "exited")
+
 
 class RuntimeError_(Exception):
     """A runtime call failed; `message` is one line a person can read."""
@@ -151,6 +154,32 @@ class RegistryAuth:
     registry: str = ""
 
 
+@dataclass(frozen=True)
+class ContainerEvent:
+    """One event of the runtime's container event stream (Podman's `podman events`, one container)."""
+
+    container_id: str
+    event: str                    # Podman's name: "died", "oom", "exited", "start", "remove", ...
+    pod_uid: str = ""             # the container's LABEL_POD_UID label ("" when it has none)
+    name: str = ""                # the runtime's name of the container
+    exit_code: int | None = None  # for "died"/"exited", when the runtime says
+    time: float = 0.0             # when it happened (seconds since the epoch; 0 when unknown)
+
+    @property
+    def is_death(self) -> bool:
+        """Whether the container stopped running (died, OOM-killed, exited)."""
+        return self.event in DEATH_EVENTS
+
+
+class EventStream(Protocol):
+    """Container events as they happen. Iterating blocks for the next one; the iteration ends
+    when the stream ends and raises RuntimeError_ when it broke. `close()` may be called from
+    any thread: the iteration then ends promptly (the connection is shut down)."""
+
+    def __iter__(self) -> Iterator[ContainerEvent]: ...
+    def close(self) -> None: ...
+
+
 class Runtime(Protocol):
     """The container runtime of one host. Calls are blocking and thread-safe."""
 
@@ -190,3 +219,9 @@ class Runtime(Protocol):
              timeout: float | None = None) -> ExecResult: ...
     def logs(self, container_id: str, *, follow: bool = False, tail: int | None = None,
              since: float | None = None, timestamps: bool = False) -> Iterator[bytes]: ...
+
+    # events (the node agent's evented PLEG: kctl.agent.events)
+    def container_events(self, labels: dict[str, str], *, events: tuple[str, ...] = ()) -> EventStream:
+        """Subscribe to the events named in `events` (all when empty) of containers carrying all
+        `labels`, from now on. Returns once subscribed (RuntimeError_ when it cannot be)."""
+        ...

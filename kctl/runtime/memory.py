@@ -15,13 +15,34 @@ so a Pod manifest alone says what happens:
 - it ends in `sleep S` (e.g. `["sleep", "5"]`): runs S seconds of the clock, then exits 0;
   `sleep S; exit N` (or `&&`) runs S seconds, then exits N.
 
-A stopped container exits 143 (SIGTERM), or 137 when its name is in
-`ignores_sigterm` (the clock then moves on by the stop timeout, as SIGKILL comes late).
+A command line made only of what kctl.runtime.fakeshell knows (`sh -c` scripts of `echo` (also
+`>&2`), `cat`, `pwd`, `true`, `false`, `sleep S`, `exit N`, joined by `;`, `&&`, `||`,
+with `$VAR` taken from the spec's env) runs as a shell would: its output reaches the
+log at the time it is written (so `logs` with `since`, `tail` and `timestamps` works as
+Podman's), e.g. `["echo", "hi"]` prints and exits 0 at once. `exec` runs such commands
+the same way (`cat` echoes stdin or reads what write_files put there) when no rule or
+hook says otherwise; other commands still return 0 with no output (Podman would run them).
+Of another container command line, what comes before the first command it does not know
+still writes its output (`trap` is skipped), and the rule above says when it exits.
+
+A stopped container exits 143 (SIGTERM), or 137 when its process ignores SIGTERM: its
+name is in `ignores_sigterm`, or its PID 1 is a shell or `sleep` without a `trap` (as
+on Linux, PID 1 of a container has no default signal actions, so busybox `sleep` and
+`sh` under Podman die only by SIGKILL); the clock then moves on by the stop timeout. A
+stopped container can be started again (its log keeps the earlier output). Creating a
+pod that publishes a host port another pod publishes fails, as Podman's does.
 Unlike Podman, creating a container that mounts a named volume which does not exist
 fails (Podman would quietly make an unlabelled one): the agent must create its volumes.
 As with Podman, `write_files` into a read-only mount of a *running* container fails
 (Podman copies inside the running container's mount namespace); into a created or
 exited container it writes to the volume itself.
+
+`container_events` streams what Podman's event stream would: "start", "oom" then "died"
+(with the exit code) when a container stops for any reason (a crash, a stop, its pod
+removed), "remove". A planned exit (`sleep S`) happens when a call looks at the
+container, or at `settle()`. Test controls for the stream: `drop_event_streams` ends
+the open streams (cleanly or with an error), `events_error` makes new subscriptions
+fail, `event_streams` counts the open ones.
 """
 
 from __future__ import annotations
@@ -30,15 +51,21 @@ import datetime as dt
 import hashlib
 import itertools
 import posixpath
+import queue
 import re
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
+from kctl.runtime.fakeshell import FALSE as _FALSE
+from kctl.runtime.fakeshell import TRUE as _TRUE
+from kctl.runtime.fakeshell import Script, ignores_sigterm, interpret
 from kctl.runtime.interface import (
     LABEL_CONTAINER,
     LABEL_MANAGED,
+    LABEL_POD_UID,
+    ContainerEvent,
     ContainerSpec,
     ContainerState,
     ExecResult,
@@ -59,9 +86,7 @@ EXIT_START_ERROR = 128
 _SCRIPT_END = re.compile(
     r"(?:^|[\s;&|(])(?:sleep\s+(?P<sleep>\d+(?:\.\d+)?)\s*(?:;|&&)\s*)?exit\s+(?P<code>\d+)\s*$"
     r"|(?:^|[\s;&|(])sleep\s+(?P<only_sleep>\d+(?:\.\d+)?)\s*$")
-_TRUE = ("true", "/bin/true", "/usr/bin/true")
 _ARCHIVE_MAGIC = b"memory-image-archive\n"  # what save_image's stand-in archive starts with
-_FALSE = ("false", "/bin/false", "/usr/bin/false")
 
 ExecHook = Callable[[ContainerState, list[str]], "ExecResult | int | None"]
 
@@ -105,6 +130,13 @@ def rfc3339(seconds: float) -> str:
     return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _nanos(seconds: float) -> str:
+    """An RFC 3339 UTC time with nanoseconds, as Podman stamps log lines."""
+    whole = int(seconds)
+    stamp = dt.datetime.fromtimestamp(whole, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{stamp}.{min(int((seconds - whole) * 1e9), 999_999_999):09d}Z"
+
+
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -145,7 +177,46 @@ class _Container:
     error: str = ""
     planned: tuple[int, float] | None = None
     files: dict[str, tuple[bytes, int]] = field(default_factory=dict)
-    output: list[bytes] = field(default_factory=list)
+    output: list[tuple[float, bytes]] = field(default_factory=list)  # (when written, data)
+
+    @property
+    def argv(self) -> list[str]:
+        return [*(self.spec.entrypoint or []), *(self.spec.command or [])]
+
+
+class _MemoryEventStream:
+    """One subscription to a MemoryRuntime's container events (an EventStream)."""
+
+    def __init__(self, runtime: "MemoryRuntime", labels: dict[str, str], events: tuple[str, ...]) -> None:
+        self._runtime = runtime
+        self._labels = dict(labels)
+        self._events = tuple(events)
+        self._items: queue.SimpleQueue[ContainerEvent | RuntimeError_ | None] = queue.SimpleQueue()
+        self.closed = False
+
+    def offer(self, event: ContainerEvent, labels: dict[str, str]) -> None:
+        """Pass the event on if the container carries the subscribed labels."""
+        if not self.closed and _labels_match(labels, self._labels) and (
+                not self._events or event.event in self._events):
+            self._items.put(event)
+
+    def end(self, error: RuntimeError_ | None = None) -> None:
+        """The stream ends (breaks with `error`) after the events already in it."""
+        self._items.put(error)
+
+    def __iter__(self) -> Iterator[ContainerEvent]:
+        while not self.closed:
+            item = self._items.get()
+            if item is None or self.closed:
+                return
+            if isinstance(item, RuntimeError_):
+                raise item
+            yield item
+
+    def close(self) -> None:
+        self.closed = True
+        self._items.put(None)
+        self._runtime._unsubscribe(self)
 
 
 @dataclass
@@ -169,12 +240,14 @@ class MemoryRuntime:
         self.start_errors: dict[str, str] = {}       # container name (Pod spec) -> start error message
         self.create_warnings: list[str] = []         # warnings every container creation returns
         self.exec_hook: ExecHook | None = None
+        self.events_error: str | None = None         # container_events fails with this while set
         self.host_files: dict[str, tuple[bytes, int]] = {}  # written through host-path mounts
         self._exec_rules: list[_ExecRule] = []
         self._pods: dict[str, _Pod] = {}
         self._containers: dict[str, _Container] = {}
         self._volumes: dict[str, _Volume] = {}
         self._ids = itertools.count(1)
+        self._streams: list[_MemoryEventStream] = []
         self._lock = threading.RLock()
 
     # -- test controls --------------------------------------------------------------------
@@ -209,10 +282,30 @@ class MemoryRuntime:
                 if container.pod_id == pod_id and container.state == "running":
                     self._exit(container, EXIT_SIGKILL)
 
+    def drop_event_streams(self, error: str | None = None) -> int:
+        """End every open event stream (with RuntimeError_(error) when given); how many there were."""
+        with self._lock:
+            streams, self._streams = self._streams, []
+        for stream in streams:
+            stream.end(RuntimeError_(error) if error is not None else None)
+        return len(streams)
+
+    @property
+    def event_streams(self) -> int:
+        """How many event streams are open."""
+        with self._lock:
+            return len(self._streams)
+
+    def settle(self) -> None:
+        """Containers whose planned run time is over exit now (and their events go out)."""
+        with self._lock:
+            for container in list(self._containers.values()):
+                self._settle(container)
+
     def emit(self, container_id: str, data: bytes) -> None:
         """Append output to a container's log."""
         with self._lock:
-            self._get_container(container_id).output.append(data)
+            self._get_container(container_id).output.append((self.clock(), data))
 
     def read_file(self, container_id: str, path: str) -> tuple[bytes, int] | None:
         """(content, mode) of a file written with write_files, as the container sees it."""
@@ -257,6 +350,12 @@ class MemoryRuntime:
         with self._lock:
             if any(pod.spec.name == spec.name for pod in self._pods.values()):
                 raise RuntimeError_(f"create pod {spec.name}: name is already in use")
+            taken = {(port.host_port, port.protocol.upper()) for pod in self._pods.values()
+                     for port in pod.spec.port_mappings if port.host_port}
+            for port in spec.port_mappings:
+                if (port.host_port, port.protocol.upper()) in taken:
+                    raise RuntimeError_(f"start pod {spec.name}: cannot listen on the {port.protocol} port "
+                                        f"{port.host_port}: address already in use")
             number = next(self._ids)
             pod = _Pod(id=_digest(f"pod-{number}"), spec=spec, labels={LABEL_MANAGED: "true", **spec.labels},
                        ip=f"10.88.{number // 250}.{number % 250 + 2}")
@@ -267,8 +366,12 @@ class MemoryRuntime:
         self._record("remove_pod", pod_id)
         with self._lock:
             self._pods.pop(pod_id, None)
-            for container_id in [c.id for c in self._containers.values() if c.pod_id == pod_id]:
-                del self._containers[container_id]
+            for container in [c for c in self._containers.values() if c.pod_id == pod_id]:
+                self._settle(container)
+                if container.state == "running":
+                    self._exit(container, EXIT_SIGKILL)
+                del self._containers[container.id]
+                self._publish(container, "remove")
 
     # -- containers -----------------------------------------------------------------------
 
@@ -291,8 +394,7 @@ class MemoryRuntime:
                     raise RuntimeError_(f"create container {spec.name}: no such volume {mount.volume}")
             container = _Container(id=_digest(f"container-{next(self._ids)}"), pod_id=pod_id, spec=spec,
                                    labels={LABEL_MANAGED: "true", **spec.labels},
-                                   image_id=self._image_id(spec.image),
-                                   planned=planned_exit([*(spec.entrypoint or []), *(spec.command or [])]))
+                                   image_id=self._image_id(spec.image))
             self._containers[container.id] = container
             if warnings is not None:
                 warnings.extend(self.create_warnings)
@@ -308,6 +410,14 @@ class MemoryRuntime:
                 raise RuntimeError_(f"start container {container_id[:12]}: its pod is not running")
             now = self.clock()
             container.started, container.finished = now, None
+            script = interpret(container.argv, env=container.spec.env, workdir=container.spec.working_dir or "/",
+                               read=lambda path: self._read(container, path), partial=True)
+            if script is None or not script.complete:
+                container.planned = planned_exit(container.argv)
+            else:
+                container.planned = None if script.exit_code is None else (script.exit_code, script.seconds)
+            if script is not None:
+                container.output.extend((now + offset, data) for offset, _, data in script.output)
             container.exit_code, container.oom_killed, container.error = None, False, ""
             message = self.start_errors.get(container.labels.get(LABEL_CONTAINER, ""))
             if message:
@@ -315,6 +425,7 @@ class MemoryRuntime:
                 self._exit(container, EXIT_START_ERROR)
                 raise RuntimeError_(f"start container {container_id[:12]}: {message}")
             container.state = "running"
+            self._publish(container, "start")
             if container.planned is not None and container.planned[1] == 0:
                 self._exit(container, container.planned[0])
 
@@ -325,7 +436,7 @@ class MemoryRuntime:
             self._settle(container)
             if container.state != "running":
                 return
-            if container.labels.get(LABEL_CONTAINER) in self.ignores_sigterm:
+            if container.labels.get(LABEL_CONTAINER) in self.ignores_sigterm or ignores_sigterm(container.argv):
                 self._pass_time(timeout)
                 self._exit(container, EXIT_SIGKILL)
             else:
@@ -334,7 +445,12 @@ class MemoryRuntime:
     def remove_container(self, container_id: str) -> None:
         self._record("remove_container", container_id)
         with self._lock:
-            self._containers.pop(container_id, None)
+            container = self._containers.pop(container_id, None)
+            if container is not None:
+                self._settle(container)
+                if container.state == "running":
+                    self._exit(container, EXIT_SIGKILL)
+                self._publish(container, "remove")
 
     def inspect_container(self, container_id: str) -> ContainerState:
         self._record("inspect_container", container_id)
@@ -351,6 +467,8 @@ class MemoryRuntime:
     def pull_image(self, ref: str, *, auth: RegistryAuth | None = None) -> None:
         self._record("pull_image", ref, *((auth,) if auth is not None else ()))
         with self._lock:
+            if ref.startswith("localhost/") and ref in self.images:
+                return  # as Podman: a localhost/ image is built on the host, there is nothing to pull
             if ref not in self.pullable:
                 raise ImageNotFound(f"pull image {ref}: initializing source docker://{ref}: "
                                     "pinging container registry: connection refused")
@@ -429,7 +547,7 @@ class MemoryRuntime:
             if hooked is not None:
                 return hooked if isinstance(hooked, ExecResult) else ExecResult(hooked, b"", b"")
         if rule is None:
-            return ExecResult(exit_code=0, stdout=b"", stderr=b"")
+            return self._run(container, argv, stdin=stdin, timeout=timeout)
         if timeout is not None and rule.duration > timeout:
             self._pass_time(timeout)
             raise RuntimeError_(f"exec {argv[0] if argv else ''} in container {container_id[:12]}: "
@@ -441,12 +559,72 @@ class MemoryRuntime:
              since: float | None = None, timestamps: bool = False) -> Iterator[bytes]:
         self._record("logs", container_id)
         with self._lock:
-            output = list(self._get_container(container_id).output)
+            container = self._get_container(container_id)
+            self._settle(container)
+            now = self.clock()
+            lines = [(at, data) for at, data in container.output
+                     if at <= now and (since is None or at >= since)]
         if tail is not None:
-            output = output[-tail:] if tail > 0 else []
-        return iter(output)
+            lines = lines[-tail:] if tail > 0 else []
+        if timestamps:
+            return iter([_nanos(at).encode() + b" " + data for at, data in lines])
+        return iter([data for _, data in lines])
+
+    # -- events ---------------------------------------------------------------------------
+
+    def container_events(self, labels: dict[str, str], *, events: tuple[str, ...] = ()) -> _MemoryEventStream:
+        """Subscribe to the `events` (all when empty) of containers carrying `labels` (module docstring)."""
+        self._record("container_events", dict(labels))
+        with self._lock:
+            if self.events_error is not None:
+                raise RuntimeError_(f"container events: {self.events_error}")
+            stream = _MemoryEventStream(self, labels, events)
+            self._streams.append(stream)
+            return stream
+
+    def _unsubscribe(self, stream: _MemoryEventStream) -> None:
+        with self._lock:
+            if stream in self._streams:
+                self._streams.remove(stream)
+
+    def _publish(self, container: _Container, event: str) -> None:
+        """Send one event of `container` to the open streams (called with the lock held)."""
+        record = ContainerEvent(container_id=container.id, event=event,
+                                pod_uid=container.labels.get(LABEL_POD_UID, ""), name=container.spec.name,
+                                exit_code=container.exit_code if event == "died" else None,
+                                time=self.clock())
+        for stream in list(self._streams):
+            stream.offer(record, container.labels)
 
     # -- internals ------------------------------------------------------------------------
+
+    def _run(self, container: _Container, argv: list[str], *, stdin: bytes | None,
+             timeout: float | None) -> ExecResult:
+        """exec without a rule: run what `interpret` knows, else exit 0 with no output."""
+        with self._lock:
+            script = interpret(argv, env=container.spec.env, stdin=stdin or b"",
+                               workdir=container.spec.working_dir or "/",
+                               read=lambda path: self._read(container, path))
+        if script is None:
+            return ExecResult(exit_code=0, stdout=b"", stderr=b"")
+        if timeout is not None and (script.exit_code is None or script.seconds > timeout):
+            self._pass_time(timeout)
+            raise RuntimeError_(f"exec {argv[0]} in container {container.id[:12]}: timed out after {timeout:g} s")
+        self._pass_time(script.seconds)
+        return ExecResult(exit_code=script.exit_code or 0,
+                          stdout=b"".join(data for _, stream, data in script.output if stream == 1),
+                          stderr=b"".join(data for _, stream, data in script.output if stream == 2))
+
+    def _read(self, container: _Container, path: str) -> bytes | None:
+        """A file's content as the container sees it, if write_files put it there (None: unknown)."""
+        if not posixpath.isabs(path):
+            path = posixpath.join(container.spec.working_dir or "/", path)
+        try:
+            store, relative = self._resolve(container, path)
+        except KeyError:
+            return None
+        found = store.get(relative)
+        return None if found is None else found[0]
 
     def _record(self, method: str, *args: object) -> None:
         with self._lock:
@@ -471,6 +649,10 @@ class MemoryRuntime:
         container.exit_code = exit_code
         container.oom_killed = oom
         container.finished = self.clock() if at is None else at
+        container.output = [(when, data) for when, data in container.output if when <= container.finished]
+        if oom:
+            self._publish(container, "oom")
+        self._publish(container, "died")
 
     def _settle(self, container: _Container) -> None:
         """A running container whose planned run time is over has exited by now."""
@@ -532,4 +714,4 @@ class MemoryRuntime:
             advance(seconds)
 
 
-__all__ = ["FakeClock", "MemoryRuntime", "planned_exit"]
+__all__ = ["FakeClock", "MemoryRuntime", "Script", "ignores_sigterm", "interpret", "planned_exit"]

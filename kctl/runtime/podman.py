@@ -41,6 +41,7 @@ from podman import PodmanClient
 from podman import errors as podman_errors
 
 from kctl.ssh import ssh_options
+from kctl.runtime.hostprobe import HostCheck, HostUnreachable
 from kctl.runtime.interface import (
     LABEL_MANAGED,
     ContainerSpec,
@@ -351,6 +352,8 @@ class _SSHTunnel:
         self._connect_timeout = connect_timeout
         self._folder = ""  # made at the first start, kept across restarts
         self._process: subprocess.Popen[bytes] | None = None
+        self._starting: subprocess.Popen[bytes] | None = None  # an ssh being started (reset() ends it)
+        self._resets = 0  # bumped by reset(): a start under way gives up
         self._lock = threading.Lock()
 
     @property
@@ -377,17 +380,31 @@ class _SSHTunnel:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.local_socket)
         log = tempfile.TemporaryFile()
+        resets = self._resets
         process = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=log)
-        deadline = time.monotonic() + self._connect_timeout + 5
-        while not os.path.exists(self.local_socket):
-            if process.poll() is not None or time.monotonic() > deadline:
-                _stop_process(process)
-                log.seek(0)
-                reason = _one_line(log.read().decode(errors="replace")) or "no socket forwarded"
-                raise RuntimeError_(f"ssh to {self.address.host}:{self.address.port} failed: {reason}")
-            time.sleep(0.05)
+        self._starting = process
+        try:
+            deadline = time.monotonic() + self._connect_timeout + 5
+            while not os.path.exists(self.local_socket):
+                if process.poll() is not None or time.monotonic() > deadline or self._resets != resets:
+                    _stop_process(process)
+                    log.seek(0)
+                    reason = _ssh_verdict(log.read().decode(errors="replace")) or "no socket forwarded"
+                    raise RuntimeError_(f"ssh to {self.address.host}:{self.address.port} failed: {reason}")
+                time.sleep(0.05)
+        finally:
+            self._starting = None
         self._process = process
+
+    def reset(self) -> None:
+        """End the ssh (also one still starting) without waiting for the lock: the calls over it fail
+        now, and the next call starts a fresh ssh (not one stuck in TCP retransmission)."""
+        self._resets += 1
+        for process in (self._starting, self._process):
+            if process is not None and process.poll() is None:
+                with contextlib.suppress(OSError):
+                    process.kill()
 
     def close(self) -> None:
         with self._lock:
@@ -397,6 +414,12 @@ class _SSHTunnel:
             if self._folder:
                 shutil.rmtree(self._folder, ignore_errors=True)
                 self._folder = ""
+
+
+def _ssh_verdict(stderr: str) -> str:
+    """ssh's last word ("Host key verification failed."), not its 1 KB banner of @ lines and advice."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip() and not set(line.strip()) <= {"@"}]
+    return lines[-1][:300] if lines else ""
 
 
 def _stop_process(process: subprocess.Popen[bytes], *, grace: float = 5) -> None:
@@ -429,8 +452,12 @@ class _Connection:
         self._local = threading.local()
         self._clients: list[PodmanClient] = []
         self._lock = threading.Lock()
+        self._suspended = ""  # why the host cannot be reached (the heartbeat said so); "" normally
+        self._generation = 0  # bumped by suspend(): each thread then makes a new client
 
     def socket_path(self) -> str:
+        if self._suspended:
+            raise HostUnreachable(self._suspended)
         if self._tunnel is not None:
             return self._tunnel.ensure()
         return self._socket
@@ -438,12 +465,30 @@ class _Connection:
     def client(self) -> PodmanClient:
         socket_path = self.socket_path()
         client = getattr(self._local, "client", None)
+        if client is not None and getattr(self._local, "generation", 0) != self._generation:
+            with contextlib.suppress(Exception):
+                client.close()
+            client = None
         if client is None:
             client = PodmanClient(base_url=f"unix://{socket_path}", timeout=self.timeout)
             self._local.client = client
+            self._local.generation = self._generation
             with self._lock:
                 self._clients.append(client)
         return client
+
+    def suspend(self, reason: str) -> None:
+        """Calls fail at once with HostUnreachable(reason) until resume(); the ssh tunnel is ended."""
+        first = not self._suspended
+        self._suspended = reason or "the host cannot be reached"
+        if first:
+            self._generation += 1
+            if self._tunnel is not None:
+                self._tunnel.reset()
+
+    def resume(self) -> None:
+        """Calls go through again (over a fresh tunnel)."""
+        self._suspended = ""
 
     def close(self) -> None:
         with self._lock:
@@ -554,6 +599,8 @@ class PodmanRuntime:
         """`identity` is an SSH key file and `known_hosts` a known_hosts file (ssh:// only)."""
         self.base_url = base_url
         self._timeout = timeout
+        self._identity, self._known_hosts = identity, known_hosts
+        self._checker: Any = None  # the heartbeat's HostChecker, made at its first check
         self._connection = _Connection(base_url, identity=identity, known_hosts=known_hosts,
                                        timeout=timeout)
 
@@ -564,11 +611,37 @@ class PodmanRuntime:
         self.close()
 
     def close(self) -> None:
-        """Close the clients of every thread (and the SSH tunnel)."""
+        """Close the clients of every thread (and the SSH tunnel, and the heartbeat's connection)."""
         self._connection.close()
+        if self._checker is not None:
+            self._checker.close()
 
     def __repr__(self) -> str:
         return f"PodmanRuntime({self.base_url!r})"
+
+    # -- reachability (the node heartbeat's)
+
+    def check_host(self, *, timeout: float, details: bool = True, node: str = "") -> HostCheck:
+        """One look at the host over a connection of its own (kctl.runtime.hostprobe); never raises."""
+        from kctl.runtime.hostprobe import HostChecker
+
+        if self._checker is None:
+            self._checker = HostChecker(self.base_url, node=node, identity=self._identity,
+                                        known_hosts=self._known_hosts)
+        return self._checker.check(timeout=timeout, details=details)
+
+    def suspend(self, reason: str) -> None:
+        """The host cannot be reached: end the tunnel; calls raise HostUnreachable(reason) until resume()."""
+        self._connection.suspend(reason)
+
+    def resume(self) -> None:
+        """The host answers again: calls go through (a fresh tunnel)."""
+        self._connection.resume()
+
+    def ping(self, *, timeout: float | None = None) -> None:
+        """GET /_ping: returns once the Podman service answers; raises what the request raised."""
+        response = self._api().get("/_ping", timeout=timeout)
+        response.raise_for_status()
 
     # -- plumbing
 
@@ -894,6 +967,17 @@ class PodmanRuntime:
                         yield response.raw.read(size)
         finally:
             response.close()
+
+    # -- events
+
+    def container_events(self, labels: dict[str, str], *, events: tuple[str, ...] = ()) -> Any:
+        """Podman's container events from now on, over the runtime's socket or SSH tunnel
+        (kctl.runtime.podman_events: a stream that close() ends from any thread)."""
+        from kctl.runtime.podman_events import open_event_stream
+
+        with _calling("container events"):
+            return open_event_stream(self._connection.socket_path(), self._api().path_prefix,
+                                     labels=labels, events=events, timeout=self._timeout)
 
 
 def _filters(labels: dict[str, str]) -> dict[str, str]:

@@ -33,7 +33,7 @@ from kctl.scheduler.framework import CycleState, Framework, Status
 from kctl.scheduler.queue import QueuedPodInfo
 
 if TYPE_CHECKING:
-    from kctl.api.apiserver import APIServer
+    from kctl.api.contract import API
 
 log = logging.getLogger("kctl.scheduler.binder")
 
@@ -73,7 +73,7 @@ def _now() -> str:
 class BindWorker:
     """A thread that runs binding cycles in batches and writes scheduling failures."""
 
-    def __init__(self, api: APIServer | None, *, on_done: BindDone, component: str = "default-scheduler",
+    def __init__(self, api: API | None, *, on_done: BindDone, component: str = "default-scheduler",
                  batch: int = DEFAULT_BATCH, record_events: bool = True) -> None:
         self.api = api
         self.on_done = on_done

@@ -3,8 +3,9 @@
 kctl.scheduler.scheduler.Scheduler uses it when it is built without informers (tests,
 benchmarks, or a daemon without the controller manager's InformerFactory). It calls the
 same handlers an informer would (on_add, on_update(old, new), on_delete), lists first,
-then follows the store's change log; on Gone (the change log was compacted past it) it
-lists again and reports the differences, as client-go's reflector does.
+then follows the API's watch of every kind (kctl.api.contract); on Gone (the change log
+was compacted past it) it lists again and reports the differences, as client-go's
+reflector does.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Callable
 from kctl.api.errors import Gone
 
 if TYPE_CHECKING:
-    from kctl.api.apiserver import APIServer
+    from kctl.api.contract import API
 
 log = logging.getLogger("kctl.scheduler.feed")
 
@@ -31,6 +32,14 @@ class Handlers:
     on_delete: Callable[[dict], None]
 
 
+def _group_kind(obj: dict) -> str:
+    """The store's key of an object's kind (`Pod`, `Deployment.apps`), from apiVersion and kind."""
+    api_version = obj.get("apiVersion") or ""
+    group = api_version.split("/")[0] if "/" in api_version else ""
+    kind = obj.get("kind") or ""
+    return f"{kind}.{group}" if group else kind
+
+
 def _key(obj: dict) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return meta.get("namespace") or "", meta.get("name", "")
@@ -39,7 +48,7 @@ def _key(obj: dict) -> tuple[str, str]:
 class StoreFeed:
     """List + watch of the kinds in `handlers` ("Node", "Pod") into their handlers."""
 
-    def __init__(self, api: APIServer, handlers: dict[str, Handlers]) -> None:
+    def __init__(self, api: API, handlers: dict[str, Handlers]) -> None:
         self.api = api
         self.handlers = handlers
         self.known: dict[str, dict[tuple[str, str], dict]] = {kind: {} for kind in handlers}
@@ -72,23 +81,25 @@ class StoreFeed:
         self.synced.set()
         while not stop.is_set():
             try:
-                for change in self.api.store.watch(revision, stop=stop):
-                    revision = change.revision
-                    h = self.handlers.get(change.kind)
+                for change_type, obj in self.api.watch(None, since=revision, stop=stop):
+                    meta = obj["metadata"]
+                    revision = int(meta["resourceVersion"])  # the revision of this change
+                    kind = _group_kind(obj)
+                    h = self.handlers.get(kind)
                     if h is None:
                         continue
-                    known = self.known[change.kind]
-                    key = (change.namespace, change.name)
-                    if change.type == "DELETED":
+                    known = self.known[kind]
+                    key = (meta.get("namespace") or "", meta.get("name", ""))
+                    if change_type == "DELETED":
                         old = known.pop(key, None)
-                        h.on_delete(old if old is not None else change.obj)
+                        h.on_delete(old if old is not None else obj)
                         continue
                     old = known.get(key)
-                    known[key] = change.obj
+                    known[key] = obj
                     if old is None:
-                        h.on_add(change.obj)
+                        h.on_add(obj)
                     else:
-                        h.on_update(old, change.obj)
+                        h.on_update(old, obj)
             except Gone:
                 log.info("scheduler watch fell behind the change log: listing again")
                 revision = self.relist()

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 from kctl.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
 
 if TYPE_CHECKING:
-    from kctl.api.apiserver import APIServer
+    from kctl.api.contract import API
 
 log = logging.getLogger("kctl.scheduler")
 
@@ -280,7 +280,7 @@ class Handle:
     once built; preemption runs its filters); `api` the API server (None in unit tests).
     """
 
-    def __init__(self, *, api: APIServer | None = None, snapshot: Snapshot | None = None,
+    def __init__(self, *, api: API | None = None, snapshot: Snapshot | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.api = api
         self.snapshot = snapshot if snapshot is not None else Snapshot()  # an empty one is falsy

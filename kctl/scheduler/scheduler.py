@@ -17,7 +17,7 @@ schedule_one.go, for each pod popped from the queue (kctl.scheduler.queue):
 
 Pods whose spec.schedulerName names none of the configured profiles are left alone.
 The scheduler is fed by shared informers (`informers=`, an InformerFactory of
-kctl.controllers.informer) or, without them, by its own list + watch
+kctl.client.informer) or, without them, by its own list + watch
 (kctl.scheduler.feed).
 """
 
@@ -40,7 +40,7 @@ from kctl.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot, pod_key
 from kctl.scheduler.queue import QueuedPodInfo, SchedulingQueue
 
 if TYPE_CHECKING:
-    from kctl.api.apiserver import APIServer
+    from kctl.api.contract import API
 
 log = logging.getLogger("kctl.scheduler")
 
@@ -122,7 +122,7 @@ class SchedulerSettings:
 class Scheduler:
     """kube-scheduler for kctl: queue + cache + one Framework per profile + bind worker."""
 
-    def __init__(self, api: APIServer | None, *, config: SchedulerConfig | None = None,
+    def __init__(self, api: API | None, *, config: SchedulerConfig | None = None,
                  settings: SchedulerSettings | None = None, informers: Any = None,
                  registry: dict | None = None, clock: Callable[[], float] = time.monotonic,
                  rng: random.Random | None = None) -> None:

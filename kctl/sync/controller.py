@@ -1,7 +1,7 @@
 """The GitSource controller: `kctl daemon` keeps every GitSource in sync, each at its interval.
 
 Run by the controller manager (kctl/controllers/manager.py; wired in
-kctl/controllers/controlplane.py). It watches GitSources through a shared informer and
+kctl/daemon/controlplane.py). It watches GitSources through a shared informer and
 queues a source's key ("namespace/name") when it appears, when its spec (generation),
 finalizers or deletion change, and when a source it depends on changes its Ready
 condition. `reconcile(key)` re-reads the source from the cache (not found is success),
@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING
 from kctl.controllers.base import clock_now, key_of
 
 if TYPE_CHECKING:
+    from kctl.api.contract import API
+    from kctl.client.workqueue import WorkQueue
     from kctl.controllers.base import ControllerContext
-    from kctl.controllers.workqueue import WorkQueue
 
 log = logging.getLogger("kctl.sync.controller")
 
@@ -31,13 +32,10 @@ CACHE_DIR_NAME = "git-cache"
 _DEPENDS_INDEX = "dependsOn"
 
 
-def cache_dir_for(api) -> Path:
+def cache_dir_for(api: API) -> Path:
     """Where fetched repositories are kept: `git-cache/` beside a local store, else the user's cache dir."""
-    from kctl.api.store import Store
-
-    store = getattr(api, "store", None)
-    if isinstance(store, Store):
-        folder = Path(os.path.abspath(store.path)).parent / CACHE_DIR_NAME
+    if api.local_path is not None:
+        folder = Path(os.path.abspath(api.local_path)).parent / CACHE_DIR_NAME
     else:  # a store reached over SSH: the fetch happens here, so the cache does too
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         folder = Path(base) / "kctl" / CACHE_DIR_NAME
@@ -130,9 +128,4 @@ class GitSourceController:
             self.ctx.recorder(source, "Normal", result.reason, f"{result.message} ({summary})")
 
 
-def controllers() -> list:
-    """The controllers this module provides, for the controller manager."""
-    return [GitSourceController()]
-
-
-__all__ = ["CACHE_DIR_NAME", "GitSourceController", "cache_dir_for", "controllers", "dependency_keys"]
+__all__ = ["CACHE_DIR_NAME", "GitSourceController", "cache_dir_for", "dependency_keys"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:
-    from kctl.api.apiserver import APIServer
+    from kctl.api.contract import API
     from kctl.api.resources import ResourceType
 
 #: label on every object a source applied: "<namespace>.<name>" of the GitSource
@@ -143,7 +143,7 @@ def prune_share_exceeded(pruned: int, inventory: int, max_percent: int) -> bool:
     return pruned * 100 > max_percent * inventory
 
 
-def unchanged_since_apply(api: "APIServer", inventory: list[Entry]) -> bool:
+def unchanged_since_apply(api: API, inventory: list[Entry]) -> bool:
     """Every inventory object still exists with the resourceVersion recorded after the apply.
 
     One list per kind (one namespace when all its entries share one), so a no-change
@@ -162,8 +162,8 @@ def unchanged_since_apply(api: "APIServer", inventory: list[Entry]) -> bool:
         namespaces = {e.namespace for e in entries}
         namespace = next(iter(namespaces)) if rt.namespaced and len(namespaces) == 1 else None
         items, _ = api.list(rt, namespace=namespace)
-        versions = {((o["metadata"].get("namespace") or ""), o["metadata"]["name"]): o["metadata"].get("resourceVersion")
-                    for o in items}
+        versions = {(o["metadata"].get("namespace") or "", o["metadata"]["name"]):
+                    o["metadata"].get("resourceVersion") for o in items}
         if any(versions.get((e.namespace, e.name)) != e.resource_version for e in entries):
             return False
     return True

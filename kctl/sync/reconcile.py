@@ -52,7 +52,8 @@ from kctl.sync.inventory import (PRUNE_FINALIZER, REVISION_ANNOTATION, SOURCE_LA
                                  unchanged_since_apply)
 
 if TYPE_CHECKING:
-    from kctl.api.apiserver import APIServer, WriteResult
+    from kctl.api.apiserver import WriteResult
+    from kctl.api.contract import API
     from kctl.api.resources import ResourceType
     from kctl.sync.render import Rendered
 
@@ -236,7 +237,7 @@ def set_conditions(old: list[dict] | None, wanted: dict[str, tuple[str, str, str
 
 # -- reconcile -----------------------------------------------------------------------------
 
-def reconcile(api: "APIServer", source_key: str, *, cache_dir: Path, now: dt.datetime | None = None) -> SyncResult:
+def reconcile(api: API, source_key: str, *, cache_dir: Path, now: dt.datetime | None = None) -> SyncResult:
     """Bring the cluster to the GitSource's current revision (see the module doc); never raises for bad input."""
     namespace, _, name = source_key.rpartition("/")
     namespace = namespace or "default"
@@ -258,7 +259,7 @@ class DesiredRevision:
     pruned: list[dict]
 
 
-def desired_objects(api: "APIServer", source: dict, *, cache_dir: Path) -> DesiredRevision:
+def desired_objects(api: API, source: dict, *, cache_dir: Path) -> DesiredRevision:
     """The source's current revision as reconcile would apply it (labelled, stamped), and what it would prune.
 
     What `kctl diff --source` compares with the live objects; objects annotated
@@ -287,7 +288,7 @@ class SourceError(Exception):
 class _Reconcile:
     """The state of one reconcile of one GitSource (see the module doc for the steps)."""
 
-    def __init__(self, api: "APIServer", rt: "ResourceType", source: dict, cache_dir: Path,
+    def __init__(self, api: API, rt: "ResourceType", source: dict, cache_dir: Path,
                  now: dt.datetime) -> None:
         self.api, self.rt, self.source, self.cache_dir, self.now = api, rt, source, cache_dir, now
         meta = source["metadata"]
@@ -355,8 +356,9 @@ class _Reconcile:
                            namespace=self.namespace)
         except NotFound:
             pass
+        pruned = sum(r.action == "pruned" for r in results)
         return SyncResult(key=self.key, found=False, ready=True, reason="Pruned", results=results,
-                          message=f"pruned {sum(r.action == 'pruned' for r in results)} object(s) of the deleted source")
+                          message=f"pruned {pruned} object(s) of the deleted source")
 
     def _dependencies_not_ready(self, spec: SourceSpec) -> list[str]:
         waiting = []
@@ -503,7 +505,7 @@ class _Reconcile:
         trial = copy.deepcopy(desired.obj)
         trial["metadata"]["annotations"][REVISION_ANNOTATION] = old
         try:
-            merged = applied_object(trial, desired.live, self.api._schema(desired.rt))
+            merged = applied_object(trial, desired.live, self.api.schema_of(desired.rt))
         except Exception:  # a manifest the patch code cannot merge: let apply report it
             return
         if unchanged_by_apply(merged, desired.live):
@@ -806,5 +808,6 @@ def _status_results(results: list[ObjectResult]) -> list[dict]:
     return [r.to_status() for r in results]
 
 
-__all__ = ["DEPENDENCY_REQUEUE_SECONDS", "DesiredRevision", "ObjectResult", "SourceError", "SourceSpec", "SyncResult", "commit_of",
-           "desired_objects", "format_revision", "is_ready", "reconcile", "set_conditions", "short_revision"]
+__all__ = ["DEPENDENCY_REQUEUE_SECONDS", "DesiredRevision", "ObjectResult", "SourceError", "SourceSpec", "SyncResult",
+           "commit_of", "desired_objects", "format_revision", "is_ready", "reconcile", "set_conditions",
+           "short_revision"]

@@ -6,7 +6,7 @@ otherwise its *.yaml, *.yml and *.json files are read, recursively, in sorted or
 (dot-files and dot-folders skipped), and a subfolder holding a kustomization file is
 built as one kustomization instead of being read file by file.
 
-Files are parsed by the same code as `kctl apply -f` (kctl.cli.manifests, kctl.cli.yamlio):
+Files are parsed by the same code as `kctl apply -f` (kctl.manifests.sources, kctl.manifests.yamlio):
 multi-document YAML, empty documents skipped, `List` documents expanded into their items.
 Every document must be an object with apiVersion, kind and metadata.name; anything else,
 a parse error, two documents declaring the same object, or a path leading out of the
@@ -110,8 +110,8 @@ def read_documents(root: Path, path: Path) -> list[tuple[int, dict, int | None]]
 
     Every document must be a mapping; parse errors become RenderError with file and line.
     """
-    from kctl.cli.manifests import read_manifests
-    from kctl.cli.yamlio import ManifestError
+    from kctl.manifests.sources import read_manifests
+    from kctl.manifests.yamlio import ManifestError
 
     shown = relative(root, path)
     try:
@@ -180,7 +180,7 @@ def check_duplicates(items: list[Rendered]) -> None:
 
 def _walk(root: Path, directory: Path, seen: set[Path]) -> list[Rendered]:
     """A folder's manifests, depth first in name order; kustomizations built whole."""
-    from kctl.cli.manifests import MANIFEST_SUFFIXES
+    from kctl.manifests.sources import MANIFEST_SUFFIXES
 
     seen.add(directory.resolve())
     items: list[Rendered] = []

@@ -1,7 +1,7 @@
 """A fake kubelet for controller tests and scale benchmarks: Nodes and pod status, no containers.
 
 `FakeKubelet(api, nodes=[...])` registers Node objects (capacity cpu/memory/pods, Ready)
-and, from its own pod informer (kctl/controllers/informer.py), takes every pod bound to
+and, from its own pod informer (kctl/client/informer.py), takes every pod bound to
 one of its nodes (spec.nodeName) through what a kubelet would report:
 
 - after `ready_delay` seconds it posts Running with Ready/ContainersReady True,
@@ -29,11 +29,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from kctl.api.errors import AlreadyExists, APIError, NotFound
+from kctl.api.errors import AlreadyExists, APIError, Conflict, NotFound
 
 if TYPE_CHECKING:
-    from kctl.api.apiserver import APIServer
-    from kctl.controllers.informer import Informer
+    from kctl.api.contract import API
+    from kctl.client.informer import Informer
 
 log = logging.getLogger("kctl.testing.fake_kubelet")
 
@@ -102,11 +102,11 @@ def exit_after_of(pod: dict) -> float:
 class FakeKubelet:
     """Fake node agents for many nodes at once (see module doc). Thread-safe; one worker thread."""
 
-    def __init__(self, api: "APIServer", *, nodes: Sequence[str], ready_delay: float = 0.0,
+    def __init__(self, api: API, *, nodes: Sequence[str], ready_delay: float = 0.0,
                  clock: Callable[[], float] = time.time, capacity: FakeNodeCapacity = FakeNodeCapacity(),
                  node_labels: dict[str, str] | None = None, lease_interval: float = 0.0,
                  informer: "Informer | None" = None, batch: int = BATCH) -> None:
-        from kctl.controllers.informer import Informer
+        from kctl.client.informer import Informer
 
         self.api = api
         self.nodes = list(dict.fromkeys(nodes))
@@ -390,39 +390,23 @@ class FakeKubelet:
         return f"10.{128 + ((n >> 16) & 127)}.{(n >> 8) & 255}.{n & 255}"
 
     def _write_statuses(self, pods: list[dict]) -> None:
-        """Commit the status of many pods in one transaction (the API's status path, no rv pin).
-
-        The API layer has no batched status write, so this uses its prepare and commit steps
-        directly: each pod is admitted exactly as update_status would admit it.
-        """
-        from kctl.api.apiserver import WriteResult
-
-        prepared = {}
-        results = [WriteResult() for _ in pods]
-        for i, pod in enumerate(pods):
+        """Commit the status of many pods in one transaction (the API's batched status write, no rv pin)."""
+        objs = []
+        for pod in pods:
             obj = copy.deepcopy(pod)
             obj["metadata"].pop("resourceVersion", None)
-            try:
-                p = self.api._prepare_update(obj, None, subresource="status", dry_run=False)
-            except NotFound:
+            objs.append(obj)
+        for pod, result in zip(pods, self.api.update_status_all(objs)):
+            meta = pod["metadata"]
+            if isinstance(result.error, NotFound):
                 continue
-            except APIError as exc:
-                log.warning("fake kubelet: status of pod %s/%s: %s", pod["metadata"].get("namespace"),
-                            pod["metadata"]["name"], exc)
-                continue
-            if p.verb != "unchanged":
-                prepared[i] = p
-        if not prepared:
-            return
-        conflicts = self.api._commit_batch(prepared, results, dry_run=False, atomic=False)
-        for i in conflicts:  # written meanwhile: look again once the informer has the new version
-            meta = pods[i]["metadata"]
-            self._schedule((meta.get("namespace") or "", meta["name"]), self.clock() + 0.05)
-        for i in prepared:
-            if results[i].error is not None:
-                log.warning("fake kubelet: status of pod %s: %s", pods[i]["metadata"]["name"], results[i].error)
-            elif results[i].obj is not None:
-                if pods[i]["status"]["phase"] == "Running":
+            if isinstance(result.error, Conflict):  # written meanwhile: look again once the informer has it
+                self._schedule((meta.get("namespace") or "", meta["name"]), self.clock() + 0.05)
+            elif result.error is not None:
+                log.warning("fake kubelet: status of pod %s/%s: %s", meta.get("namespace"), meta["name"],
+                            result.error)
+            elif result.obj is not None and result.action != "unchanged":
+                if pod["status"]["phase"] == "Running":
                     self.started += 1
                 else:
                     self.finished += 1

@@ -219,7 +219,10 @@ class RootlessHost:
         """SIGKILL, by PID, what still runs as the user or one of its subordinate uids (conmon,
         slirp4netns, rootlessport, the pause process, containers), until nothing does."""
         subids = self._subids()
-        owned = (lambda uid: uid == self.uid or (subids is not None and subids[0] <= uid < subids[1]))
+
+        def owned(uid: int) -> bool:
+            return uid == self.uid or (subids is not None and subids[0] <= uid < subids[1])
+
         for _ in range(50):
             pids = [pid for pid, uid in _process_uids() if owned(uid) and alive(pid)]
             if not pids:

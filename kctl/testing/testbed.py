@@ -721,7 +721,8 @@ def main(argv: list[str] | None = None) -> int:
             _print_status(bed)
         elif args.command == "add":
             host = bed.add()
-            print(f"{host.name} up at {host.address}: kctl node add {host.name} {' '.join(bed.node_add_args(host.name))}")
+            add = " ".join(bed.node_add_args(host.name))
+            print(f"{host.name} up at {host.address}: kctl node add {host.name} {add}")
         elif args.command == "rekey":
             key = bed.rekey(args.host)
             print(f"{args.host} has a new host key: {key.type} {key.fingerprint}")

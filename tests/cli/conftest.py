@@ -20,11 +20,9 @@ class Result:
 @pytest.fixture
 def kctl(store_path, capsys, monkeypatch):
     """kctl(*args, input=None) -> Result(code, out, err), through kctl.cli.main.main."""
-    from kctl.cli import connect
     from kctl.cli.main import main
 
     def run(*args: str, input: str | bytes | None = None) -> Result:
-        connect.api.cache_clear()
         data = input.encode() if isinstance(input, str) else (input or b"")
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
         capsys.readouterr()
@@ -37,7 +35,6 @@ def kctl(store_path, capsys, monkeypatch):
         return Result(code, captured.out, captured.err)
 
     yield run
-    connect.api.cache_clear()
 
 
 @pytest.fixture

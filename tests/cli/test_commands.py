@@ -80,13 +80,14 @@ def test_apply_dry_run_writes_nothing(kctl, tmp_path, mode, suffix):
 
 
 def test_apply_prune(kctl, tmp_path):
-    """--prune -l deletes applied objects that the manifests no longer hold."""
+    """--prune -l deletes objects this file's apply-set applied before that it no longer holds."""
     both = CM.format(name="a").replace("name: a", "name: a\n  labels: {set: x}") + "---\n" + \
         CM.format(name="b").replace("name: b", "name: b\n  labels: {set: x}")
-    kctl("apply", "-f", write(tmp_path, "both.yaml", both))
-    kctl("create", "-f", write(tmp_path, "c.yaml", CM.format(name="c").replace("name: c", "name: c\n  labels: {set: x}")))
+    kctl("apply", "--prune", "-l", "set=x", "-f", write(tmp_path, "set.yaml", both))
+    kctl("create", "-f", write(tmp_path, "c.yaml",
+                               CM.format(name="c").replace("name: c", "name: c\n  labels: {set: x}")))
     one = CM.format(name="a").replace("name: a", "name: a\n  labels: {set: x}")
-    result = kctl("apply", "--prune", "-l", "set=x", "-f", write(tmp_path, "one.yaml", one))
+    result = kctl("apply", "--prune", "-l", "set=x", "-f", write(tmp_path, "set.yaml", one))
     assert result.out == "configmap/a unchanged\nconfigmap/b pruned\n", result.err
     names = kctl("get", "cm", "-o", "name").out.split()
     assert names == ["configmap/a", "configmap/c"]  # c was never applied: not pruned
@@ -158,7 +159,7 @@ def test_get_selectors_and_namespaces(kctl, tmp_path):
     """-l, --field-selector, -n and -A choose what is listed."""
     docs = [CM.format(name="a").replace("name: a", "name: a\n  labels: {app: x}"),
             "apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n",
-            CM.format(name="b").replace("name: b", "name: b\n  namespace: other\n  labels: {app: y}")]
+            CM.format(name="b").replace("name: b", "name: b\n  namespace: other\n  labels: {app: 'y'}")]
     kctl("apply", "-f", write(tmp_path, "all.yaml", "---\n".join(docs)))
     assert kctl("get", "cm", "-l", "app=x", "-o", "name").out == "configmap/a\n"
     assert kctl("get", "cm", "-n", "other", "-o", "name").out == "configmap/b\n"

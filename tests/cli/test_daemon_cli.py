@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -84,7 +85,7 @@ def runtime(kctl, tmp_path, monkeypatch):
 @pytest.mark.parametrize("command, needles", [
     ("daemon", ["--node", "--podman-url", "--workers", "--log-level", "--backoff-initial", "--backoff-max",
                 "--scheduler-config", "--event-ttl", "--no-controllers", "--node-monitor-grace-period",
-                "--default-toleration-seconds"]),
+                "--default-toleration-seconds", "--controllers"]),
     ("logs", ["--container", "--follow", "--tail", "--since", "--previous", "--timestamps"]),
     ("exec", ["--container", "--stdin", "--tty", "COMMAND"]),
 ], ids=["daemon", "logs", "exec"])
@@ -118,6 +119,57 @@ def test_bad_scheduler_config_is_one_line_and_exit_2(kctl, tmp_path):
     result = kctl("daemon", "--scheduler-config", str(bad))
     assert result.code == 2
     assert result.err.startswith("error: ") and str(bad) in result.err and len(result.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("value, named", [
+    ("gc", ['"gc"']),
+    ("*,-gc", ['"-gc"']),
+    ("replicaset,bogus,-nope", ['"bogus"', '"-nope"']),
+    ("-*", ['"-*"']),
+], ids=["unknown", "unknown-disabled", "two-unknown", "minus-star"])
+def test_unknown_controllers_are_one_line_and_exit_2(kctl, value, named):
+    """--controllers naming no controller: one line naming the entry and listing the known ones, exit 2."""
+    from kctl.daemon.controllers import CONTROLLER_NAMES
+
+    result = kctl("daemon", "--controllers", value)
+    assert result.code == 2
+    assert result.err.startswith("error: --controllers: unknown controller") and result.err.count("\n") == 1
+    assert all(entry in result.err for entry in named)
+    assert all(name in result.err for name in CONTROLLER_NAMES)
+    assert "Traceback" not in result.err
+
+
+@pytest.mark.parametrize("args, expected", [
+    ([], {"controllers": "ALL", "control_plane": True, "agents": True}),
+    (["--controllers", "*"], {"controllers": "ALL"}),
+    (["--controllers", "*,-garbagecollector"], {"controllers": "ALL-garbagecollector"}),
+    (["--controllers", "replicaset,deployment"], {"controllers": ("replicaset", "deployment")}),
+    (["--no-controllers"], {"control_plane": False, "controllers": "ALL"}),
+    (["--no-agents", "--controllers", "job"], {"agents": False, "controllers": ("job",)}),
+    (["--event-ttl", "1m", "--node-monitor-grace-period", "12", "--default-toleration-seconds", "7",
+      "--workers", "3", "--node", "h1"],
+     {"event_ttl": 60.0, "node_monitor_grace_period": 12.0, "default_toleration_seconds": 7.0, "workers": 3,
+      "node": "h1", "node_mode": False}),
+], ids=["defaults", "star", "star-minus-gc", "two-names", "no-controllers", "no-agents-one-controller",
+        "durations-and-names"])
+def test_flags_become_the_daemon_settings(kctl, monkeypatch, args, expected):
+    """The command turns its flags into one frozen DaemonSettings and hands it to kctl.daemon.server.run."""
+    from kctl.cli import daemon as daemon_cli
+    from kctl.daemon import server
+    from kctl.daemon.controllers import CONTROLLER_NAMES
+
+    given = []
+    monkeypatch.setattr(server, "run", lambda settings, *, api: given.append(settings))
+    monkeypatch.setattr(daemon_cli, "configure_logging", lambda level: None)
+    result = kctl("daemon", *args)
+    assert result.code == 0, result.err
+    [settings] = given
+    for field, value in expected.items():
+        if value == "ALL":
+            value = CONTROLLER_NAMES
+        elif isinstance(value, str) and value.startswith("ALL-"):
+            value = tuple(n for n in CONTROLLER_NAMES if n != value[4:])
+        assert getattr(settings, field) == value, field
 
 
 # -- logs --------------------------------------------------------------------------------------
@@ -252,3 +304,107 @@ def test_daemon_registers_node_and_stops_cleanly(tmp_path, sig):
     assert "registered node testhost" in text
     assert "daemon stopped; containers left running" in text
     assert "Traceback" not in text
+
+
+# -- hand-over without waiting ----------------------------------------------------------------
+
+def _replicaset(name: str, replicas: int) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"rs": name}},
+                     "template": {"metadata": {"labels": {"rs": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+
+
+class _ControlDaemon:
+    """`kctl daemon --no-agents` (controllers and scheduler only) as a subprocess on one store."""
+
+    def __init__(self, store, log) -> None:
+        self.store, self.log = store, log
+        self.proc: subprocess.Popen | None = None
+        self.started = 0.0
+
+    def start(self) -> None:
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen([sys.executable, "-m", "kctl", "daemon", "--store", str(self.store),
+                                          "--no-agents", "--log-level", "info"], stdin=subprocess.DEVNULL,
+                                         stdout=out, stderr=out, env={**os.environ, "KCTL_STORE": str(self.store)})
+        self.started = time.monotonic()
+
+    def signal(self, sig: int) -> int:
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=60)
+        finally:
+            self.proc = None
+
+    def cleanup(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+
+
+def _poll(check, *, what: str, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        time.sleep(0.05)
+
+
+def test_daemon_hands_over_without_waiting(tmp_path):
+    """SIGTERM releases the leader Lease with every Event recorded; a daemon restarted after kill -9
+    on the same host and store takes its own Lease back at once: controllers act within 3 s."""
+    from kctl.api.apiserver import APIServer
+    from kctl.api.errors import NotFound
+    from kctl.api.store import Store
+
+    store_file = tmp_path / "kctl.db"
+    store = Store(store_file)
+    api = APIServer(store, user="test")
+    daemon = _ControlDaemon(store_file, tmp_path / "daemon.log")
+
+    def pods_of(rs: str) -> list[dict]:
+        return [p for p in api.list(api.resource("pods"), namespace="default")[0]
+                if (p["metadata"].get("labels") or {}).get("rs") == rs]
+
+    def holder() -> str | None:
+        try:
+            return api.get(api.resource("leases"), "kctl-controller-manager",
+                           namespace="kube-system")["spec"].get("holderIdentity")
+        except NotFound:
+            return None
+
+    try:
+        api.create(_replicaset("first", 2))
+        daemon.start()
+        _poll(lambda: len(pods_of("first")) == 2, what="the first daemon's controllers act")
+        first_start = time.monotonic() - daemon.started
+        identity = holder()
+        assert identity == f"{socket.gethostname()}_0", "a stable identity: hostname and slot"
+        api.create(_replicaset("burst", 30))
+        _poll(lambda: pods_of("burst"), what="the burst under way")
+        assert daemon.signal(signal.SIGTERM) == 0
+        assert holder() == "", "SIGTERM released the Lease"
+        created = [e for e in api.list(api.resource("events"), namespace="default")[0]
+                   if e["reason"] == "SuccessfulCreate" and e["involvedObject"]["name"] == "burst"]
+        assert sum(e.get("count", 1) for e in created) == len(pods_of("burst")), "an Event for every pod made"
+
+        daemon.start()
+        _poll(lambda: holder() == identity, what="the second daemon leads")
+        assert daemon.signal(signal.SIGKILL) == -signal.SIGKILL
+        assert holder() == identity, "kill -9: the Lease is left held"
+        api.create(_replicaset("after", 2))
+        daemon.start()
+        _poll(lambda: len(pods_of("after")) == 2, what="the restarted daemon's controllers act")
+        resumed = time.monotonic() - daemon.started
+        bound = max(3.0, 1.5 * first_start)  # 3 s, unless this machine starts a daemon slower than that
+        assert resumed < bound, f"controllers resumed {resumed:.1f} s after the restart (bound {bound:.1f} s)"
+        assert daemon.signal(signal.SIGTERM) == 0
+        log = (tmp_path / "daemon.log").read_text()
+        assert "Traceback" not in log and log.count(f"{identity}: became leader") == 3
+    finally:
+        daemon.cleanup()
+        store.close()

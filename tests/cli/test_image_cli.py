@@ -59,7 +59,7 @@ def test_ls_table(kctl, server):
 @pytest.mark.parametrize("fmt", ["json", "yaml"])
 def test_ls_json_and_yaml(kctl, server, fmt):
     """-o json / -o yaml give name, sizeBytes and nodes of each image."""
-    from kctl.cli.yamlio import load_documents
+    from kctl.manifests.yamlio import load_documents
 
     add_nodes(server, node("n1", [(["localhost/app:1"], 5_000)]))
     result = kctl("image", "ls", "-o", fmt)
@@ -119,9 +119,9 @@ def test_push_errors(kctl, server, hosts, args, code, message):
 
 def test_push_without_a_local_podman(kctl, server, monkeypatch, tmp_path):
     """No Podman answers on the daemon's sockets: one line naming them and --source."""
-    from kctl.cli import daemon
+    from kctl.daemon import localpodman
 
-    monkeypatch.setattr(daemon, "local_sockets", lambda: (str(tmp_path / "a.sock"), str(tmp_path / "b.sock")))
+    monkeypatch.setattr(localpodman, "local_sockets", lambda: (str(tmp_path / "a.sock"), str(tmp_path / "b.sock")))
     add_nodes(server, node("n1"))
     result = kctl("image", "push", IMAGE, "--node", "n1")
     assert result.code == 1

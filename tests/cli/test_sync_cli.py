@@ -161,6 +161,7 @@ def test_subprocess_admission_error_is_one_line(tmp_path, repo):
     bad["data"] = {"k": 1}
     repo.write("a.yaml", [configmap("a"), bad])
     repo.commit()
+    (tmp_path / "store").mkdir()  # a named store's folder must exist
     env = {**os.environ, "KCTL_STORE": str(tmp_path / "store" / "kctl.db")}
     done = subprocess.run([sys.executable, "-m", "kctl", "sync", repo.url, "--name", "app"], env=env,
                           capture_output=True, text=True, timeout=60)

@@ -139,17 +139,17 @@ class Cluster:
         assert deleted.returncode == 0, deleted.stderr.decode() + "\n" + self.daemon.log_text()[-3000:]
 
 
-@pytest.fixture(scope="module")
-def cluster(testbed: TestBed, podman_service, tmp_path_factory) -> Iterator[Cluster]:  # noqa: F811
-    """h1-h3 added to a new store with `kctl node add` + `node trust`, and `kctl daemon` Ready on them."""
-    folder = tmp_path_factory.mktemp("cluster")
+@contextlib.contextmanager
+def running_cluster(testbed: TestBed, podman_service, folder: Path, *, user: str,
+                    extra: tuple[str, ...]) -> Iterator[Cluster]:
+    """h1-h3 added to a new store in folder with `kctl node add` + `node trust`, and `kctl daemon`
+    (with extra flags) Ready on them; the daemon is stopped and the store closed after."""
     store_file = folder / "kctl.db"
-    daemon = Daemon(store=store_file, url=podman_service.url, log=folder / "daemon.log", extra=(
-        "--image-source", podman_service.url, "--node-monitor-grace-period", str(GRACE),
-        "--default-toleration-seconds", str(TOLERATION)))
+    daemon = Daemon(store=store_file, url=podman_service.url, log=folder / "daemon.log",
+                    extra=("--image-source", podman_service.url, *extra))
     store = Store(store_file)
     try:
-        cluster = Cluster(bed=testbed, store=store_file, api=APIServer(store, user="e2e"), daemon=daemon)
+        cluster = Cluster(bed=testbed, store=store_file, api=APIServer(store, user=user), daemon=daemon)
         for name in HOSTS:
             cluster.add_node(name)
         daemon.start()
@@ -161,12 +161,27 @@ def cluster(testbed: TestBed, podman_service, tmp_path_factory) -> Iterator[Clus
         store.close()
 
 
-@pytest.fixture
-def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A namespace of the test's own, deleted (pods and containers too) after it, whatever happened."""
-    name = "e2e-" + request.node.name.removeprefix("test_").replace("_", "-")[:40].rstrip("-")
+@contextlib.contextmanager
+def namespace_of_test(cluster: Cluster, request: pytest.FixtureRequest, prefix: str) -> Iterator[str]:
+    """A namespace named after the test, deleted (pods and containers too) after it, whatever happened."""
+    name = prefix + request.node.name.removeprefix("test_").replace("_", "-")[:40].rstrip("-")
     cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     try:
         yield name
     finally:
         cluster.delete_namespace(name)
+
+
+@pytest.fixture(scope="module")
+def cluster(testbed: TestBed, podman_service, tmp_path_factory) -> Iterator[Cluster]:  # noqa: F811
+    """h1-h3 and `kctl daemon` with the short timings of this suite."""
+    with running_cluster(testbed, podman_service, tmp_path_factory.mktemp("cluster"), user="e2e", extra=(
+            "--node-monitor-grace-period", str(GRACE), "--default-toleration-seconds", str(TOLERATION))) as c:
+        yield c
+
+
+@pytest.fixture
+def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A namespace of the test's own, deleted (pods and containers too) after it, whatever happened."""
+    with namespace_of_test(cluster, request, "e2e-") as name:
+        yield name

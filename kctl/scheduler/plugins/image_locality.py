@@ -9,29 +9,13 @@ any of the pod's images. Built by plugins.registry.
 
 from __future__ import annotations
 
+from kctl.client.imagenames import normalized_image_names
 from kctl.scheduler.framework import MAX_NODE_SCORE, SKIP, CycleState, Handle, Status
 from kctl.scheduler.nodeinfo import NodeInfo, PodInfo
 
 MB = 1024 * 1024
 MIN_THRESHOLD = 23 * MB
 MAX_CONTAINER_THRESHOLD = 1000 * MB
-
-
-def normalized_image_names(image: str) -> tuple[str, ...]:
-    """The names a node may list the image under: as written, with ":latest", with docker.io/library/,
-    and, for a name without a registry, with localhost/ (Podman resolves a short name to a local
-    localhost/ image first: busybox:demo runs localhost/busybox:demo, a deviation from Kubernetes)."""
-    name = image
-    last = name.rsplit("/", 1)[-1]
-    if "@" not in name and ":" not in last:
-        name += ":latest"
-    names = [image, name]
-    first = name.split("/", 1)[0]
-    if "/" not in name:
-        names += [f"docker.io/library/{name}", f"localhost/{name}"]
-    elif "." not in first and ":" not in first and first != "localhost":
-        names += [f"docker.io/{name}", f"localhost/{name}"]
-    return tuple(dict.fromkeys(names))
 
 
 class ImageLocality:

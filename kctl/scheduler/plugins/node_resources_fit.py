@@ -113,7 +113,8 @@ class NodeResourcesFit:
         if r.scalar or r.ephemeral_storage:
             return [f(state, pod, n) for n in nodes]
         c, m = r.milli_cpu, r.memory
-        return [None if (len(n.pods) < n.allocatable.allowed_pods and c <= n.allocatable.milli_cpu - n.requested.milli_cpu
+        return [None if (len(n.pods) < n.allocatable.allowed_pods
+                         and c <= n.allocatable.milli_cpu - n.requested.milli_cpu
                          and m <= n.allocatable.memory - n.requested.memory) else f(state, pod, n)
                 for n in nodes]
 

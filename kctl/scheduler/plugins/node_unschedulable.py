@@ -6,9 +6,9 @@ PreFilter answers Skip when no node in the snapshot is cordoned. Built by plugin
 
 from __future__ import annotations
 
+from kctl.client.tolerations import tolerates
 from kctl.scheduler.framework import SKIP, ClusterEvent, CycleState, Handle, PreFilterResult, Status, unschedulable
 from kctl.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
-from kctl.scheduler.plugins.taint_toleration import tolerates
 
 REASON = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}

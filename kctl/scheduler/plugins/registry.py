@@ -23,7 +23,8 @@ from kctl.scheduler.plugins.taint_toleration import TaintToleration
 
 IN_TREE: dict[str, PluginFactory] = {cls.NAME: cls for cls in (
     NodeName, NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
-    NodeResourcesBalancedAllocation, PodTopologySpread, InterPodAffinity, ImageLocality, DefaultPreemption, DefaultBinder,
+    NodeResourcesBalancedAllocation, PodTopologySpread, InterPodAffinity, ImageLocality, DefaultPreemption,
+    DefaultBinder,
 )}
 
 

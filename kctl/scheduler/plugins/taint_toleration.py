@@ -5,32 +5,17 @@ Filter rejects with "node(s) had untolerated taint {key: value}" (kube's wording
 node is then UnschedulableAndUnresolvable, preemption cannot help). Score counts the
 untolerated PreferNoSchedule taints and normalizes reversed (fewest = 100). PreFilter and
 PreScore answer Skip when no node in the snapshot has such taints, so plain clusters pay
-nothing. `tolerates` is also used by NodeUnschedulable. Built by plugins.registry.
+nothing. `tolerates` is kctl.client.tolerations'. Built by plugins.registry.
 """
 
 from __future__ import annotations
 
+from kctl.client.tolerations import tolerates
 from kctl.scheduler.framework import (MAX_NODE_SCORE, SKIP, ClusterEvent, CycleState, Handle, PreFilterResult,
                                       Status, unschedulable)
 from kctl.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
 
 FILTER_EFFECTS = ("NoSchedule", "NoExecute")
-
-
-def tolerates(toleration: dict, taint: dict) -> bool:
-    """Whether one toleration tolerates one taint (kube's Toleration.ToleratesTaint)."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    operator = toleration.get("operator") or "Equal"
-    if key and key != taint.get("key"):
-        return False
-    if operator == "Exists":
-        return True
-    if not key:  # an empty key needs operator Exists
-        return False
-    return (toleration.get("value") or "") == (taint.get("value") or "")
 
 
 def untolerated(tolerations: list[dict], taints: tuple[dict, ...], effects: tuple[str, ...]) -> dict | None:

@@ -132,7 +132,8 @@ def test_init_containers_env_volumes_logs_and_exec(api, daemon, kctl) -> None:
     assert out.splitlines()[:4] == ["init-one", "init-two", "colour=blue size=9 pw=hunter2 me=app ns=default", "600"]
     assert 'tier="x"' in out
     inits = {s["name"]: s for s in get_pod(api, "app")["status"]["initContainerStatuses"]}
-    assert inits["first"]["state"]["terminated"]["exitCode"] == 0 and inits["second"]["state"]["terminated"]["reason"] == "Completed"
+    assert inits["first"]["state"]["terminated"]["exitCode"] == 0
+    assert inits["second"]["state"]["terminated"]["reason"] == "Completed"
     assert kctl("logs", "app", "--tail", "1").stdout == b"ready\n"
     assert b"Z ready" in kctl("logs", "app", "--timestamps", "--tail", "1").stdout
     result = kctl("exec", "app", "--", "sh", "-c", "echo out; echo err >&2; exit 7")
@@ -241,7 +242,8 @@ def test_node_status_lease_and_clean_shutdown(api, daemon, runtime) -> None:
              what="pod Running", daemon=daemon)
     assert daemon.kill(signal.SIGTERM) == 0
     uid = get_pod(api, "stays")["metadata"]["uid"]
-    assert [c.state for c in runtime.list_containers({LABEL_POD_UID: uid}) if c.labels.get("io.kctl.container.name") == "app"] == ["running"]
+    assert [c.state for c in runtime.list_containers({LABEL_POD_UID: uid})
+            if c.labels.get("io.kctl.container.name") == "app"] == ["running"]
 
 
 def test_sigkill_mid_creation_converges_without_duplicates_or_orphans(api, daemon, runtime, podman_service) -> None:
@@ -270,10 +272,12 @@ def test_sigkill_mid_creation_converges_without_duplicates_or_orphans(api, daemo
         uids = {get_pod(api, f"p{i}")["metadata"]["uid"] for i in range(10)}
         wait_for(lambda: {p.labels.get(LABEL_POD_UID) for p in runtime.list_pods({LABEL_MANAGED: "true"})} == uids,
                  what="the orphan removed", daemon=daemon,
-                 detail=lambda: [(p.name, p.labels.get(LABEL_POD_UID) in uids) for p in runtime.list_pods({LABEL_MANAGED: "true"})])
+                 detail=lambda: [(p.name, p.labels.get(LABEL_POD_UID) in uids)
+                                 for p in runtime.list_pods({LABEL_MANAGED: "true"})])
         sandboxes = runtime.list_pods({LABEL_MANAGED: "true"})
         assert len(sandboxes) == 10, "one Podman pod per kctl Pod"
-        apps = [c for c in runtime.list_containers({LABEL_MANAGED: "true"}) if c.labels.get("io.kctl.container.name") == "app"]
+        apps = [c for c in runtime.list_containers({LABEL_MANAGED: "true"})
+                if c.labels.get("io.kctl.container.name") == "app"]
         assert sorted(c.labels[LABEL_POD_UID] for c in apps) == sorted(uids), "one app container per Pod"
         assert all(c.state == "running" for c in apps)
         assert orphan not in {p.id for p in sandboxes}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kctl.admission.explain import explain
-from kctl.admission.validation import crd_resource_types
+from kctl.api.crd import crd_resource_types
 from kctl.api.errors import BadRequest
 from kctl.api.resources import builtin_registry
 

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from kctl.agent import node as nodes
+from kctl.runtime.hostprobe import HostCheck
 from kctl.runtime.interface import HostInfo, ImageInfo, RuntimeError_
 
 INFO = HostInfo(cpus=2, memory_bytes=24 * 1024 ** 3, os="Debian GNU/Linux 12 (bookworm)", kernel="6.1.0",
@@ -20,7 +21,7 @@ T0 = 1_796_227_200.0  # 2026-12-02T16:00:00Z
 
 
 class FakeHost:
-    """The two runtime calls a heartbeat makes; `down` makes them fail as an unreachable host."""
+    """A runtime without check_host: `down` makes info/images fail, as a local Podman that stopped."""
 
     def __init__(self) -> None:
         self.down = False
@@ -170,29 +171,30 @@ def test_lease_renewed_each_beat(api, heartbeat):
     assert lease(api)["spec"]["renewTime"] == "2026-12-02T16:00:05.250000Z"
 
 
-def test_status_written_on_change_or_every_fourth_beat(api, heartbeat):
-    """An unchanged status is written only every 4th beat (heartbeat time); a change at once."""
+def test_status_written_on_change_or_every_fourth_interval(api, heartbeat):
+    """Two beats per interval; an unchanged status is written only every 4th interval (8th beat); a change at once."""
     revisions = []
-    for _ in range(6):
+    for _ in range(10):
         heartbeat.beat()
-        heartbeat.fake_clock.t += 5
+        heartbeat.fake_clock.t += 2.5
         revisions.append(node_obj(api)["metadata"]["resourceVersion"])
-    assert revisions[0] == revisions[1] == revisions[2] == revisions[3] != revisions[4] == revisions[5]
+    assert len(set(revisions[:8])) == 1 and revisions[7] != revisions[8] == revisions[9]
     heartbeat.host.down = True
     heartbeat.beat()
-    assert node_obj(api)["metadata"]["resourceVersion"] != revisions[5]
+    assert node_obj(api)["metadata"]["resourceVersion"] != revisions[9]
 
 
 def test_runtime_down_makes_node_not_ready(api, heartbeat):
-    """A runtime that does not answer: Ready False, KubeletNotReady, the error as message; back again."""
+    """A reachable host whose runtime does not answer: Ready False with the cause as reason, Lease renewed; back."""
     heartbeat.beat()
     heartbeat.host.down = True
     heartbeat.fake_clock.t += 5
     heartbeat.beat()
     condition = ready(node_obj(api)["status"])
-    assert (condition["status"], condition["reason"]) == ("False", "KubeletNotReady")
+    assert (condition["status"], condition["reason"]) == ("False", "PodmanNotAnswering")
     assert "connection refused" in condition["message"]
     assert node_obj(api)["status"]["capacity"]["cpu"] == "2"
+    assert lease(api)["spec"]["renewTime"] == "2026-12-02T16:00:05.000000Z"
     heartbeat.host.down = False
     heartbeat.beat()
     assert ready(node_obj(api)["status"])["status"] == "True"
@@ -230,56 +232,84 @@ def test_node_address(node, expected):
     assert nodes.node_address(node) == expected
 
 
-def test_silent_host_keeps_lease_and_status_still(api, heartbeat):
-    """A host that stops answering: Ready=False once, then silence; the Lease is not renewed."""
+class FarHost(FakeHost):
+    """A remote host the heartbeat checks over a connection of its own: `cut` makes it unreachable."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cut = False
+        self.suspended: list[str] = []
+
+    def check_host(self, *, timeout: float, details: bool = True, node: str = "") -> HostCheck:
+        if self.cut:
+            return HostCheck(reachable=False, answering=False, reason=self.why, message=f"node {node}: {self.why}")
+        return HostCheck(reachable=True, answering=True, info=INFO, images=list(IMAGES))
+
+    def suspend(self, reason: str) -> None:
+        self.suspended.append(reason)
+
+    def resume(self) -> None:
+        self.suspended.append("")
+
+
+def test_silent_host_keeps_lease_and_status_still(api, registered):
+    """A host that cannot be reached: no Ready=False, no Lease renewal, no status write at all."""
+    host, clock = FarHost(), Clock()
+    heartbeat = nodes.Heartbeat(api, "h1", host, interval=2, clock=clock)
     heartbeat.beat()
-    renewed = lease(api)["spec"]["renewTime"]
-    heartbeat.host.down = True
-    heartbeat.fake_clock.t += 5
-    heartbeat.beat()
-    assert ready(node_obj(api)["status"])["status"] == "False"
-    assert lease(api)["spec"]["renewTime"] == renewed
+    renewed, status = lease(api)["spec"]["renewTime"], node_obj(api)["status"]
+    host.cut, host.why = True, "HostUnreachable"
+    for _ in range(5):
+        clock.t += 2
+        heartbeat.beat()
+        assert ready(node_obj(api)["status"])["status"] == "True"
+        assert node_obj(api)["status"] == status
+        assert lease(api)["spec"]["renewTime"] == renewed
     # The node lifecycle controller marks it Unknown; the silent agent does not undo that.
     node = node_obj(api)
     ready(node["status"])["status"] = "Unknown"
     api.update_status(node)
     for _ in range(5):
-        heartbeat.fake_clock.t += 5
+        clock.t += 2
         heartbeat.beat()
     assert ready(node_obj(api)["status"])["status"] == "Unknown"
     assert lease(api)["spec"]["renewTime"] == renewed
 
 
-def test_silence_logs_each_new_reason_once(api, heartbeat, caplog):
+def test_silence_logs_each_new_reason_once(api, registered, caplog):
     """A silent host's reason is logged once, and again only when it changes (a refused host key after a restart)."""
+    host, clock = FarHost(), Clock()
+    heartbeat = nodes.Heartbeat(api, "h1", host, interval=2, clock=clock, monotonic=clock)
     heartbeat.beat()
-    heartbeat.host.down = True
+    host.cut = True
     with caplog.at_level(logging.WARNING, logger="kctl.agent.node"):
-        for why in ["connection refused", "connection refused", "Host key verification failed",
-                    "Host key verification failed"]:
-            heartbeat.host.why = why
-            heartbeat.fake_clock.t += 5
+        for why in ["ConnectionRefused", "ConnectionRefused", "HostKeyChanged", "HostKeyChanged"]:
+            host.why = why
+            clock.t += 5
             heartbeat.beat()
-    said = [r.getMessage() for r in caplog.records if "Lease is not renewed" in r.getMessage()]
-    assert [("refused" in m, "Host key" in m) for m in said] == [(True, False), (False, True)]
+    said = [r.getMessage() for r in caplog.records if "no heartbeat until" in r.getMessage()]
+    assert [("Refused" in m, "HostKey" in m) for m in said] == [(True, False), (False, True)]
 
 
 def test_before_ready_gates_the_return(api, registered):
-    """Back after silence, the fence runs first; the node reports again only once it succeeded."""
-    host, clock, answers = FakeHost(), Clock(), []
+    """Back after silence, the Lease is renewed at once, but the node is Ready only once the fence succeeded."""
+    host, clock, answers = FarHost(), Clock(), []
     beat = nodes.Heartbeat(api, "h1", host, interval=0.05, clock=clock, before_ready=lambda: answers.pop(0))
     answers.append(True)
     beat.beat()  # at start
     assert lease(api)["spec"]["renewTime"] == "2026-12-02T16:00:00.000000Z"
-    host.down = True
+    host.cut = True
     clock.t += 5
     beat.beat()
-    host.down = False
+    host.cut = False
     answers.extend([False, True])
     clock.t += 5
-    beat.beat()  # the fence failed: still silent
-    assert ready(node_obj(api)["status"])["status"] == "False"
-    assert lease(api)["spec"]["renewTime"] == "2026-12-02T16:00:00.000000Z"
+    node = node_obj(api)  # meanwhile the controller marked it Unknown
+    ready(node["status"])["status"] = "Unknown"
+    api.update_status(node)
+    beat.beat()  # the fence failed: the Lease is renewed (the host answered) but nothing says Ready
+    assert lease(api)["spec"]["renewTime"] == "2026-12-02T16:00:10.000000Z"
+    assert ready(node_obj(api)["status"])["status"] == "Unknown"
     clock.t += 5
     beat.beat()
     assert ready(node_obj(api)["status"])["status"] == "True"

@@ -338,7 +338,8 @@ def test_image_appearing_locally_is_used(node: Harness) -> None:
 
 def test_always_uses_local_image_when_pull_fails(node: Harness) -> None:
     """Always: a failed pull of an image present on the host runs it anyway, with a Warning."""
-    node.sync(make_pod(containers=[container("app", imagePullPolicy="Always")]))
+    node.runtime.images.add("docker.io/library/busybox:1")  # a registry image (localhost/ ones are never pulled)
+    node.sync(make_pod(containers=[container("app", image="docker.io/library/busybox:1", imagePullPolicy="Always")]))
     assert "running" in node.status("app")["state"]
     warning = next(e for e in node.events if e.reason == "Failed")
     assert warning.type == "Warning" and "using the image present on the host" in warning.message

@@ -38,11 +38,11 @@ def namespace(name, **labels):
 
 
 def test_create_sets_system_metadata(api):
-    """create assigns uid, creationTimestamp, generation 1 and a resourceVersion."""
+    """create assigns uid, creationTimestamp and a resourceVersion (no generation: a ConfigMap has none)."""
     obj = api.create(cm())
     meta = obj["metadata"]
     assert meta["uid"] and meta["creationTimestamp"].endswith("Z")
-    assert meta["generation"] == 1 and meta["namespace"] == "default" and meta["resourceVersion"]
+    assert "generation" not in meta and meta["namespace"] == "default" and meta["resourceVersion"]
 
 
 def test_create_twice_is_already_exists(api):
@@ -243,6 +243,19 @@ def test_bound_pod_waits_for_its_node_agent(api):
     api.create(pod(node="n1"))
     marked = api.delete(api.resource("pod"), "p")
     assert marked["metadata"]["deletionGracePeriodSeconds"] == 30
+    api.delete(api.resource("pod"), "p", grace_period=0)
+    with pytest.raises(NotFound):
+        api.get(api.resource("pod"), "p")
+
+
+def test_status_write_during_grace_keeps_the_pod(api):
+    """A terminating pod within its grace period survives status writes; only grace 0 removes it."""
+    api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    api.create(pod(node="n1"))
+    marked = api.delete(api.resource("pod"), "p")
+    marked["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}
+    api.update_status(marked)
+    assert api.get(api.resource("pod"), "p")["metadata"]["deletionTimestamp"]
     api.delete(api.resource("pod"), "p", grace_period=0)
     with pytest.raises(NotFound):
         api.get(api.resource("pod"), "p")

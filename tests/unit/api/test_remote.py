@@ -120,7 +120,7 @@ def test_hello_names_the_server(remote):
 
 
 def test_reads_match_the_local_api(remote, served):
-    """get, list (label and field selectors), store reads: the same answers as in-process."""
+    """get, list (label and field selectors), find, get_by_uid, revision: the same answers as in-process."""
     for i, tier in enumerate(("web", "web", "db")):
         served.create(cm(f"c{i}", tier=tier))
     rt = remote.resource("configmaps")
@@ -131,11 +131,12 @@ def test_reads_match_the_local_api(remote, served):
     assert [o["metadata"]["name"] for o in items] == ["c1"]
     assert (items, rev) == served.list(rt, namespace="default", label_selector=labels, field_selector=fields)
     assert remote.list(rt, label_selector=parse_label_selector("tier"))[0] == served.list(rt)[0]
-    assert remote.store.revision() == served.store.revision()
-    assert remote.store.get("ConfigMap", "default", "c2") == served.store.get("ConfigMap", "default", "c2")
+    assert remote.revision() == served.revision() == served.store.revision()
+    assert remote.find(rt, "c2") == served.find(rt, "c2") == served.store.get("ConfigMap", "default", "c2")
     uid = items[0]["metadata"]["uid"]
-    assert remote.store.get_by_uid(uid)["metadata"]["name"] == "c1"
-    assert remote.store.get("ConfigMap", "default", "none") is None
+    assert remote.get_by_uid(uid)["metadata"]["name"] == "c1" == served.get_by_uid(uid)["metadata"]["name"]
+    assert remote.find(rt, "none") is None and served.find(rt, "none") is None
+    assert remote.get_by_uid("no-such-uid") is None
 
 
 def test_writes_reach_the_store(remote, served):
@@ -196,8 +197,8 @@ def test_kinds_of_custom_resources_resolve_on_the_server(remote, served):
     assert remote.create(widget)["spec"]["size"] == 3
     assert remote.get(rt, "w")["spec"]["size"] == 3
     assert "widgets.example.com" in [t.group_resource for t in remote.registry]
-    assert remote._namespace_of(rt, None, {}) == "default"
-    assert remote._schema(remote.resource("deployments")) == served._schema(served.resource("deployments"))
+    assert remote.namespace_of(rt, None, {}) == served.namespace_of(rt, None, {}) == "default"
+    assert remote.schema_of(remote.resource("deployments")) == served.schema_of(served.resource("deployments"))
 
 
 def test_admission_warnings_come_back(remote, served, tmp_path):
@@ -223,13 +224,13 @@ def _raise_not_found(api):
 
 
 def _raise_already_exists(api):
-    if api.store.get("ConfigMap", "default", "dup") is None:
+    if api.find(api.resource("cm"), "dup") is None:
         api.create(cm("dup"))
     api.create(cm("dup"))
 
 
 def _raise_conflict(api):
-    if api.store.get("ConfigMap", "default", "stale") is None:
+    if api.find(api.resource("cm"), "stale") is None:
         api.create(cm("stale"))
     obj = api.get(api.resource("cm"), "stale")
     obj["metadata"]["resourceVersion"] = "1"
@@ -276,7 +277,7 @@ def test_errors_are_the_same_class_and_message(remote, served, cause, error):
 
 def test_unknown_method_and_bad_line_are_bad_requests(remote, channels):
     """The server answers only its METHODS, and says so for anything else."""
-    remote.store.revision()
+    remote.revision()
     conn = remote._connection()
     reply = conn.call("store", {})
     assert wire.decode_error(reply["error"]).reason == "BadRequest"
@@ -393,7 +394,7 @@ def test_watch_gone_is_raised(remote, served):
 def test_server_death_is_a_clear_error_then_reconnects(remote, served, channels):
     """A call in flight (a watch) and a call made after the death raise ServerUnavailable; later calls reconnect."""
     rt = remote.resource("cm")
-    rev = remote.store.revision()
+    rev = remote.revision()
     failures: list[BaseException] = []
 
     def follow() -> None:
@@ -432,7 +433,7 @@ def test_protocol_mismatch_is_refused(remote, monkeypatch):
     """A server speaking another protocol is refused with a clear message."""
     monkeypatch.setattr(serve._Methods, "hello", lambda self: {"protocol": 99})
     with pytest.raises(ServerUnavailable, match="speaks protocol 99"):
-        remote.store.revision()
+        remote.revision()
 
 
 # -- the ssh command ---------------------------------------------------------------------------
@@ -492,7 +493,7 @@ def test_serve_refuses_a_store_that_does_not_exist(tmp_path):
     """A wrong path in --server is an error naming it, not a new empty store."""
     client = _serve_process(tmp_path / "typo.db")
     with pytest.raises(ServerUnavailable, match=r"ssh exited with status 1: error: no kctl store at .*typo\.db"):
-        client.store.revision()
+        client.revision()
     assert not (tmp_path / "typo.db").exists()
 
 

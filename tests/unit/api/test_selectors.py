@@ -287,13 +287,15 @@ INVALID_OBJECT_CASES = [
      "expressions-not-list"),
     ({"matchLabels": {"-a": "b"}}, 'spec.selector.matchLabels: Invalid value: "-a": name part', "bad-label-key"),
     ({"matchLabels": {"a": "-b"}}, 'spec.selector.matchLabels: Invalid value: "-b": a valid label', "bad-label-value"),
-    ({"matchLabels": {"a": 1}}, 'spec.selector.matchLabels.a: Invalid value: 1: must be a string', "label-value-not-string"),
+    ({"matchLabels": {"a": 1}}, 'spec.selector.matchLabels.a: Invalid value: 1: must be a string',
+     "label-value-not-string"),
     ({"matchLabels": ["a"]}, "spec.selector.matchLabels: Invalid value: must be an object", "labels-not-object"),
     ("app=web", 'spec.selector: Invalid value: "app=web": must be an object', "selector-not-object"),
 ]
 
 
-@pytest.mark.parametrize("obj, message", [c[:2] for c in INVALID_OBJECT_CASES], ids=[c[2] for c in INVALID_OBJECT_CASES])
+@pytest.mark.parametrize("obj, message", [c[:2] for c in INVALID_OBJECT_CASES],
+                         ids=[c[2] for c in INVALID_OBJECT_CASES])
 def test_label_selector_object_invalid(obj: dict, message: str) -> None:
     """An invalid selector object raises Invalid naming the field path and the problem."""
     with pytest.raises(Invalid) as raised:
@@ -420,7 +422,8 @@ FIELD_ERROR_CASES = [
 ]
 
 
-@pytest.mark.parametrize("kind, text, message", [c[:3] for c in FIELD_ERROR_CASES], ids=[c[3] for c in FIELD_ERROR_CASES])
+@pytest.mark.parametrize("kind, text, message", [c[:3] for c in FIELD_ERROR_CASES],
+                         ids=[c[3] for c in FIELD_ERROR_CASES])
 def test_field_selector_errors(kind: str | None, text: str, message: str) -> None:
     """Unknown field labels and bad syntax raise BadRequest with a one-line message."""
     with pytest.raises(BadRequest) as raised:

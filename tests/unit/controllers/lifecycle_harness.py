@@ -9,25 +9,10 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import threading
-import time
-from typing import Callable, Iterator, TypeVar
+from typing import Iterator
 
-T = TypeVar("T")
+from kctl.testing.waiting import WAIT_SECONDS, wait_for  # noqa: F401  (tests import them from here)
 
-#: how long a wait may take before the test fails as hung
-WAIT_SECONDS = 30.0
-
-
-def wait_for(predicate: Callable[[], T], *, what: str, timeout: float = WAIT_SECONDS) -> T:
-    """Poll predicate until it returns something true; AssertionError naming `what` if it never does."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never happened: {what}")
-        time.sleep(0.02)
 
 
 @contextlib.contextmanager
@@ -133,3 +118,36 @@ class Queue:
 
     def add_after(self, key: str, delay: float) -> None:
         self.keys.append(key)
+
+
+def renew_lease(api, name: str, when: dt.datetime) -> str:
+    """Create or renew kube-node-lease/<name> with renewTime `when`, as an agent does; returns it."""
+    from kctl.api.errors import NotFound
+
+    stamp = when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    rt = api.resource("leases")
+    try:
+        lease = api.get(rt, name, namespace="kube-node-lease")
+    except NotFound:
+        try:
+            api.get(api.resource("namespaces"), "kube-node-lease")
+        except NotFound:
+            api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-node-lease"}})
+        api.create({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": name, "namespace": "kube-node-lease"},
+                    "spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": stamp}})
+        return stamp
+    lease["spec"]["renewTime"] = stamp
+    api.update(lease)
+    return stamp
+
+
+def post_node_ready(api, name: str, ready: str, when: dt.datetime) -> dict:
+    """What an agent's status post writes: the Ready condition with a new lastHeartbeatTime."""
+    from kctl.api.times import format_time
+
+    node = api.get(api.resource("nodes"), name)
+    node.setdefault("status", {})["conditions"] = [{
+        "type": "Ready", "status": ready, "reason": "KubeletReady", "message": "ok",
+        "lastHeartbeatTime": format_time(when), "lastTransitionTime": format_time(when)}]
+    return api.update_status(node)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import itertools
 import threading
-import time
 from typing import Callable, TypeVar
 
 from kctl.api.errors import APIError, Gone
+from kctl.testing import waiting
 
 T = TypeVar("T")
 
@@ -24,15 +24,8 @@ WAIT_SECONDS = 40.0
 
 
 def wait_for(predicate: Callable[[], T], *, what: str, timeout: float = WAIT_SECONDS) -> T:
-    """Poll predicate until it returns something true; AssertionError naming `what` if it never does."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never happened: {what}")
-        time.sleep(0.02)
+    """kctl.testing.waiting.wait_for with this harness's longer deadline."""
+    return waiting.wait_for(predicate, what=what, timeout=timeout)
 
 
 def pod_ready(pod: dict) -> bool:

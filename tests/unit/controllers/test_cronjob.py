@@ -89,7 +89,8 @@ def test_job_from_template():
 
 
 def finished(name: str, type_: str, minute: int) -> dict:
-    return {"metadata": {"name": name, "annotations": {cc.SCHEDULED_ANNOTATION: f"2024-01-01T12:{minute:02d}:00+00:00"}},
+    scheduled = f"2024-01-01T12:{minute:02d}:00+00:00"
+    return {"metadata": {"name": name, "annotations": {cc.SCHEDULED_ANNOTATION: scheduled}},
             "status": {"conditions": [{"type": type_, "status": "True"}]}}
 
 
@@ -130,7 +131,7 @@ def cron_cluster(api, clock: FakeClock):
     from kctl.controllers.manager import ControllerManager
 
     stop = threading.Event()
-    manager = ControllerManager(api, cc.controllers(), leader_election=False, clock=clock)
+    manager = ControllerManager(api, [cc.CronJobController()], leader_election=False, clock=clock)
     manager.start(stop)
     try:
         assert manager.wait_until_running(10)

@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from kctl.controllers.daemonset import (DEFAULT_TOLERATIONS, HASH_LABEL, new_pod, node_should_run, pod_available,
-                                        scaled_value, template_hash, tolerates)
+                                        scaled_value, template_hash)
 
 
 def node(name: str, *, labels: dict | None = None, taints: list[dict] | None = None) -> dict:
@@ -53,19 +53,6 @@ REQUIRED_ZONE_A = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnore
 def test_node_should_run(pod_spec, the_node, expected):
     """Eligibility follows nodeSelector, required affinity, taints and the default daemon tolerations."""
     assert node_should_run(ds(pod_spec), the_node) == expected
-
-
-@pytest.mark.parametrize("toleration, taint, expected", [
-    ({"key": "k", "value": "v", "effect": "NoSchedule"}, {"key": "k", "value": "v", "effect": "NoSchedule"}, True),
-    ({"key": "k", "value": "w", "effect": "NoSchedule"}, {"key": "k", "value": "v", "effect": "NoSchedule"}, False),
-    ({"key": "k", "operator": "Exists"}, {"key": "k", "value": "v", "effect": "NoExecute"}, True),
-    ({"key": "k", "operator": "Exists", "effect": "NoSchedule"}, {"key": "k", "effect": "NoExecute"}, False),
-    ({"operator": "Exists"}, {"key": "x", "effect": "NoExecute"}, True),
-    ({"key": "j", "operator": "Exists"}, {"key": "k", "effect": "NoExecute"}, False),
-], ids=["equal", "value-differs", "exists", "effect-differs", "empty-key-exists", "key-differs"])
-def test_tolerates(toleration, taint, expected):
-    """A toleration matches a taint as v1 Toleration.ToleratesTaint does."""
-    assert tolerates(toleration, taint) is expected
 
 
 def test_new_pod_is_bound_owned_labelled_and_tolerant():

@@ -10,9 +10,9 @@ import pytest
 from lifecycle_harness import FakeClock, Queue, exists, running, wait_for
 
 from kctl.api import events
+from kctl.client.informer import InformerFactory
 from kctl.controllers.base import ControllerContext, Recorder
 from kctl.controllers.eventttl import EventTTLController, EventTTLSettings, last_seen
-from kctl.controllers.informer import InformerFactory
 
 T0 = dt.datetime(2030, 1, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
 
@@ -94,12 +94,3 @@ def test_running_manager_removes_expired_events(api):
         wait_for(lambda: not exists(api, "events", "ancient.1"), what="expired event removed")
     kept, _ = api.list(api.resource("events"), namespace="default")
     assert [e["reason"] for e in kept] == ["Scheduled"]
-
-
-def test_lifecycle_controllers_carry_the_ttl():
-    """The daemon's wiring passes the configured event TTL to the controller."""
-    from kctl.controllers.lifecycle import lifecycle_controllers
-
-    made = lifecycle_controllers(event_ttl_seconds=120)
-    assert [c.name for c in made] == ["garbagecollector", "namespace", "eventttl", "daemonset"]
-    assert made[2].settings.ttl_seconds == 120

@@ -14,8 +14,8 @@ import pytest
 from lifecycle_harness import FakeClock, Queue, running, wait_for
 
 from kctl.api.times import format_time, parse_time
+from kctl.client.informer import InformerFactory
 from kctl.controllers.base import ControllerContext, Recorder
-from kctl.controllers.informer import InformerFactory
 from kctl.controllers.nodelifecycle import (LEASE_NAMESPACE, STATUS_UNKNOWN_MESSAGE, STATUS_UNKNOWN_REASON,
                                            TAINT_NOT_READY, TAINT_UNREACHABLE, NodeLifecycleController,
                                            NodeLifecycleSettings, lifecycle_taints)
@@ -325,25 +325,15 @@ def test_missing_node_is_success(lifecycle):
     assert lifecycle.reconcile("nowhere") is None
 
 
-def test_wiring_carries_the_settings():
-    """The daemon's settings reach the node lifecycle controller and the taint manager."""
-    from kctl.controllers.controlplane import all_controllers
-
-    made = {c.name: c for c in all_controllers(event_ttl_seconds=60, node_monitor_grace_period=12,
-                                               default_toleration_seconds=7)}
-    assert {"nodelifecycle", "taintmanager", "podgc"} <= set(made)
-    assert made["nodelifecycle"].settings.grace_period == 12
-    assert made["taintmanager"].settings.default_toleration_seconds == 7
-
-
 # -- the whole loop ---------------------------------------------------------------------------
 
 def test_silent_node_pods_move_to_other_nodes(api):
     """3 nodes, 6 replicas; one node's Lease stops: Unknown + tainted after the grace, its pods
     evicted after the default toleration and replaced on the other nodes; back, it is untainted."""
-    from kctl.controllers.deployment import controllers as deployment_controllers
-    from kctl.controllers.nodelifecycle import node_lifecycle_controllers
-    from kctl.controllers.replicaset import controllers as replicaset_controllers
+    from kctl.controllers.deployment import DeploymentController
+    from kctl.controllers.podgc import PodGCController
+    from kctl.controllers.replicaset import ReplicaSetController
+    from kctl.controllers.taintmanager import TaintManager, TaintManagerSettings
     from kctl.scheduler.scheduler import Scheduler
     from kctl.testing.fake_kubelet import FakeKubelet
 
@@ -355,8 +345,9 @@ def test_silent_node_pods_move_to_other_nodes(api):
         FakeKubelet(api, nodes=[name], clock=clock).start(agent_stops[name])
     for name in names:
         renew(api, name, T0)
-    controllers = [*replicaset_controllers(), *deployment_controllers(),
-                   *node_lifecycle_controllers(node_monitor_grace_period=GRACE, default_toleration_seconds=300)]
+    controllers = [ReplicaSetController(), DeploymentController(),
+                   NodeLifecycleController(settings=NodeLifecycleSettings(grace_period=GRACE)),
+                   TaintManager(settings=TaintManagerSettings(default_toleration_seconds=300)), PodGCController()]
     lifecycle = controllers[-3]
     scheduler = Scheduler(api)
     threading.Thread(target=scheduler.run, args=(stop,), daemon=True).start()
@@ -436,3 +427,149 @@ def test_silent_node_pods_move_to_other_nodes(api):
         stop.set()
         for agent_stop in agent_stops.values():
             agent_stop.set()
+
+
+# -- MarkPodsNotReady on every transition, the agent's cause, late posts ---------------------
+
+def ready_pod(api, name: str, node_name: str) -> dict:
+    """A pod bound to `node_name` whose agent reported it Ready."""
+    pod = api.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+                      "spec": {"nodeName": node_name, "containers": [{"name": "c", "image": "nginx"}]}})
+    pod["status"] = {"phase": "Running", "conditions": [
+        {"type": "Ready", "status": "True", "lastTransitionTime": format_time(T0)},
+        {"type": "ContainersReady", "status": "True", "lastTransitionTime": format_time(T0)}]}
+    return api.update_status(pod)
+
+
+def pod_ready(api, name: str) -> str:
+    pod = api.get(api.resource("pods"), name, namespace="default")
+    return next(c["status"] for c in pod["status"]["conditions"] if c["type"] == "Ready")
+
+
+def pod_cached(controller, name: str, ready: str) -> None:
+    wait_for(lambda: any(c["type"] == "Ready" and c["status"] == ready for c in
+                         ((controller.pods.get("default", name) or {}).get("status") or {}).get("conditions") or ()),
+             what=f"pod {name} cached Ready={ready}")
+
+
+def beat(api, controller, name: str, ready: str) -> None:
+    """The agent's heartbeat: renew the Lease, then post Ready (both seen by the controller)."""
+    now = controller.ctx.clock.value
+    cached_lease(controller, name, renew(api, name, now))
+    post_ready(api, name, ready, now)
+    settle(controller, name, lambda n: ready_of(n)["status"] == ready
+           and ready_of(n)["lastHeartbeatTime"] == format_time(now))
+
+
+def go_silent(api, controller, name: str, *, alive_too: str = "n2") -> None:
+    """`name` renews nothing for longer than the grace (`alive_too` keeps renewing); then reconciled."""
+    controller.ctx.clock.advance(GRACE + 1)
+    alive(api, controller, alive_too)
+    controller.reconcile(name)
+    settle(controller, name, lambda n: ready_of(n)["status"] == "Unknown" and lifecycle_taints_of(n))
+
+
+@pytest.mark.parametrize("transition", ["True->False", "True->Unknown", "False->Unknown", "Unknown->True"])
+def test_pods_marked_not_ready_on_every_transition(api, lifecycle, transition):
+    """Every change of the node's Ready away from True marks its Ready pods not ready, whoever wrote it."""
+    before, after = transition.split("->")
+    add_node(api, "n1")
+    add_node(api, "n2")
+    cached_lease(lifecycle, "n2", renew(api, "n2", T0))
+    beat(api, lifecycle, "n1", before) if before != "Unknown" else None
+    if before == "Unknown":
+        go_silent(api, lifecycle, "n1")
+    lifecycle.reconcile("n1")  # the controller has seen the node as it was before
+    ready_pod(api, "web", "n1")  # Ready now (an agent's write, or a pod that was Ready all along)
+    pod_cached(lifecycle, "web", "True")
+    marked_before = events_about(api, "web", "NodeNotReady")
+    if after == "Unknown":
+        go_silent(api, lifecycle, "n1")
+    else:
+        beat(api, lifecycle, "n1", after)
+        lifecycle.reconcile("n1")
+    node_events = [e["message"] for e in events_about(api, "n1", "NodeNotReady")]
+    if after == "True":
+        assert pod_ready(api, "web") == "True", "a node Ready again leaves its pods to the agent"
+        assert lifecycle_taints_of(node(api, "n1")) == []
+        return
+    assert pod_ready(api, "web") == "False"
+    assert len(events_about(api, "web", "NodeNotReady")) == len(marked_before) + 1
+    assert node_events == (["Node n1 status is now: NodeNotReady"] if before == "True" else [])
+    expected = TAINT_NOT_READY if after == "False" else TAINT_UNREACHABLE
+    assert lifecycle_taints_of(node(api, "n1")) == [(expected, "NoExecute"), (expected, "NoSchedule")]
+    pod_cached(lifecycle, "web", "False")
+    lifecycle.reconcile("n1")
+    assert len(events_about(api, "web", "NodeNotReady")) == len(marked_before) + 1, "once per transition"
+
+
+def test_pod_put_on_a_not_ready_node_is_marked(api, lifecycle):
+    """A pod bound to a node that is not Ready is queued by the pod handler and marked not ready."""
+    add_node(api, "n1")
+    add_node(api, "n2")
+    cached_lease(lifecycle, "n2", renew(api, "n2", T0))
+    beat(api, lifecycle, "n1", "False")
+    lifecycle.reconcile("n1")
+    lifecycle.queue.keys.clear()
+    ready_pod(api, "late", "n1")
+    ready_pod(api, "fine", "n2")
+    wait_for(lambda: "default/late" in lifecycle.queue.keys, what="the pod queued")
+    pod_cached(lifecycle, "late", "True")
+    pod_cached(lifecycle, "fine", "True")
+    assert "default/fine" not in lifecycle.queue.keys, "a pod on a Ready node is left alone"
+    assert lifecycle.reconcile("default/late") is None
+    assert (pod_ready(api, "late"), pod_ready(api, "fine")) == ("False", "True")
+    assert [e["message"] for e in events_about(api, "late", "NodeNotReady")] == ["Node is not ready"]
+    assert lifecycle.reconcile("default/gone") is None, "not found is success"
+
+
+def test_late_status_post_during_partition_keeps_unreachable(api, lifecycle):
+    """An agent's late Ready=False post, without a Lease renewal, is no heartbeat: Unknown is written
+    back and the unreachable taint stays as it was (no not-ready taint, no second marking)."""
+    add_node(api, "n1")
+    add_node(api, "n2")
+    cached_lease(lifecycle, "n1", renew(api, "n1", T0))
+    cached_lease(lifecycle, "n2", renew(api, "n2", T0))
+    ready_pod(api, "web", "n1")
+    pod_cached(lifecycle, "web", "True")
+    lifecycle.reconcile("n1")
+    go_silent(api, lifecycle, "n1")
+    tainted = node(api, "n1")["spec"]["taints"]
+    assert lifecycle_taints_of(node(api, "n1")) == [(TAINT_UNREACHABLE, "NoExecute"), (TAINT_UNREACHABLE, "NoSchedule")]
+    lifecycle.ctx.clock.advance(10)
+    post_ready(api, "n1", "False", lifecycle.ctx.clock.value)  # the late post: a new lastHeartbeatTime, no Lease
+    settle(lifecycle, "n1", lambda n: ready_of(n)["status"] == "False")
+    assert lifecycle.reconcile("n1") is None
+    after = node(api, "n1")
+    assert ready_of(after)["status"] == "Unknown"
+    assert after["spec"]["taints"] == tainted, "the taint key and its timeAdded are kept"
+    assert len(events_about(api, "web", "NodeNotReady")) == 1
+
+
+def test_unknown_carries_the_agents_cause(api, lifecycle):
+    """The agent's kctl.io/unreachable-* annotations become the Unknown Ready condition's reason and
+    message, and it follows a changed cause while the node stays Unknown."""
+    add_node(api, "n1")
+    add_node(api, "n2")
+    cached_lease(lifecycle, "n1", renew(api, "n1", T0))
+    cached_lease(lifecycle, "n2", renew(api, "n2", T0))
+
+    def annotate(reason: str, message: str) -> None:
+        obj = node(api, "n1")
+        obj["metadata"].setdefault("annotations", {}).update({
+            "kctl.io/unreachable-reason": reason, "kctl.io/unreachable-message": message})
+        api.update(obj)
+        settle(lifecycle, "n1",
+               lambda n: (n["metadata"].get("annotations") or {}).get("kctl.io/unreachable-reason") == reason)
+
+    annotate("ConnectionRefused", "node n1: host 10.0.0.1:22 refused the connection")
+    go_silent(api, lifecycle, "n1")
+    ready = ready_of(node(api, "n1"))
+    assert (ready["status"], ready["reason"], ready["message"]) == (
+        "Unknown", "ConnectionRefused", "node n1: host 10.0.0.1:22 refused the connection")
+    annotate("HostKeyChanged", "node n1: host key changed; run 'kctl node trust n1'")
+    lifecycle.reconcile("n1")
+    changed = ready_of(node(api, "n1"))
+    assert (changed["reason"], changed["message"]) == ("HostKeyChanged",
+                                                       "node n1: host key changed; run 'kctl node trust n1'")
+    assert changed["lastTransitionTime"] == ready["lastTransitionTime"], "the same Unknown, a new cause"

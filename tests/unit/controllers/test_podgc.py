@@ -9,8 +9,8 @@ import pytest
 
 from lifecycle_harness import FakeClock, Queue, exists, wait_for
 
+from kctl.client.informer import InformerFactory
 from kctl.controllers.base import ControllerContext, Recorder
-from kctl.controllers.informer import InformerFactory
 from kctl.controllers.podgc import TAINT_OUT_OF_SERVICE, PodGCController, out_of_service
 
 T0 = dt.datetime(2030, 1, 1, 12, 0, 0, tzinfo=dt.timezone.utc)

@@ -10,8 +10,8 @@ import pytest
 from lifecycle_harness import FakeClock, Queue, wait_for
 
 from kctl.api.times import format_time
+from kctl.client.informer import InformerFactory
 from kctl.controllers.base import ControllerContext, Recorder
-from kctl.controllers.informer import InformerFactory
 from kctl.controllers.nodelifecycle import TAINT_NOT_READY, TAINT_UNREACHABLE
 from kctl.controllers.taintmanager import TaintManager, TaintManagerSettings, effective_tolerations, eviction_time
 
@@ -227,3 +227,69 @@ def test_gone_and_terminating_pods_are_success(api, manager):
     assert manager.reconcile("default/leaving") is None
     events, _ = api.list(api.resource("events"), namespace="default")
     assert [e for e in events if e["reason"] == "TaintManagerEviction"] == []
+
+
+def test_pod_tolerating_unreachable_stays_through_a_partition(api):
+    """A 40 s partition (grace 10 s, heartbeat 2 s, default toleration 5 s) with the agent silent: the
+    only lifecycle taint ever on the node is unreachable, its pods are Ready=False within grace + 5 s,
+    the pod tolerating unreachable stays bound, the plain one is evicted; the heal clears the taints."""
+    from lifecycle_harness import post_node_ready, renew_lease
+
+    from kctl.controllers.nodelifecycle import NodeLifecycleController, NodeLifecycleSettings
+
+    grace, heartbeat = 10.0, 2.0
+    clock = FakeClock(T0)
+    stop = threading.Event()
+    informers = InformerFactory(api)
+    ctx = ControllerContext(api=api, informers=informers, recorder=Recorder(api, component="test"), clock=clock)
+    lifecycle = NodeLifecycleController(settings=NodeLifecycleSettings(grace_period=grace))
+    evictor = TaintManager(settings=TaintManagerSettings(default_toleration_seconds=5))
+    lifecycle.register(ctx, Queue())
+    evictor.register(ctx, Queue())
+    try:
+        for name in ("n1", "n2"):
+            api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "spec": {}})
+            renew_lease(api, name, T0)
+            post_node_ready(api, name, "True", T0)
+        tolerant = make_pod(api, "tolerant", tolerations=[
+            {"key": TAINT_UNREACHABLE, "operator": "Exists", "effect": "NoExecute"}])
+        make_pod(api, "plain")
+        for p in (tolerant, pod(api, "plain")):
+            p["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+            api.update_status(p)
+        informers.start(stop)
+        wait_for(informers.has_synced, what="informers synced")
+        wait_for(lambda: all((lifecycle.pods.get("default", n) or {}).get("status") for n in ("tolerant", "plain"))
+                 and all(lifecycle.leases.get("kube-node-lease", n) for n in ("n1", "n2")), what="all cached")
+        keys_seen: set[str] = set()
+        not_ready_at = None
+        for step in range(1, 21):  # 20 heartbeats: n2 beats, n1 (cut off) says nothing
+            clock.advance(heartbeat)
+            stamp = renew_lease(api, "n2", clock.value)
+            wait_for(lambda: (lifecycle.heartbeat_seen("n2") or (None,))[0] == stamp, what="n2 renewal seen")
+            lifecycle.reconcile("n1")
+            wait_for(lambda: lifecycle.nodes.get("", "n1") == api.get(api.resource("nodes"), "n1"),
+                     what="n1 cached as stored")
+            keys_seen |= {t["key"] for t in lifecycle.nodes.get("", "n1")["spec"].get("taints") or ()}
+            if not_ready_at is None and not any(c.get("status") == "True" for c in pod(api, "tolerant")["status"]
+                                                ["conditions"] if c["type"] == "Ready"):
+                not_ready_at = step * heartbeat
+            for name in ("tolerant", "plain"):
+                wait_for(lambda: evictor.pods.get("default", name) == pod(api, name), what=f"{name} cached")
+                evictor.reconcile(f"default/{name}")
+        assert keys_seen == {TAINT_UNREACHABLE}, "the taint key is stable for the whole partition"
+        assert not_ready_at is not None and not_ready_at <= grace + 5
+        assert pod(api, "plain")["metadata"].get("deletionTimestamp"), "no toleration of its own: evicted"
+        survivor = pod(api, "tolerant")
+        assert not survivor["metadata"].get("deletionTimestamp") and survivor["spec"]["nodeName"] == "n1"
+        # the heal: the agent renews the Lease, then posts Ready
+        stamp = renew_lease(api, "n1", clock.value)
+        wait_for(lambda: (lifecycle.heartbeat_seen("n1") or (None,))[0] == stamp, what="n1 renewal seen")
+        post_node_ready(api, "n1", "True", clock.value)
+        wait_for(lambda: lifecycle.nodes.get("", "n1")["status"]["conditions"][0]["status"] == "True",
+                 what="n1 Ready cached")
+        lifecycle.reconcile("n1")
+        assert (api.get(api.resource("nodes"), "n1")["spec"].get("taints") or []) == []
+        assert not pod(api, "tolerant")["metadata"].get("deletionTimestamp")
+    finally:
+        stop.set()

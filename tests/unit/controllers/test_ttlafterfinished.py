@@ -9,9 +9,9 @@ import pytest
 
 from lifecycle_harness import FakeClock, Queue, exists, owner_ref, running, wait_for
 
+from kctl.client.informer import InformerFactory
 from kctl.controllers.base import ControllerContext, Recorder
 from kctl.controllers.garbagecollector import GarbageCollector
-from kctl.controllers.informer import InformerFactory
 from kctl.controllers.ttlafterfinished import TTLAfterFinishedController, finished_at, seconds_left
 
 T0 = dt.datetime(2030, 1, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
@@ -154,10 +154,3 @@ def test_running_manager_deletes_job_and_gc_removes_pods(api):
         wait_for(lambda: not exists(api, "jobs", "expired"), what="expired job deleted")
         wait_for(lambda: not exists(api, "pods", "expired-abc"), what="its pod collected")
     assert exists(api, "jobs", "fresh") and exists(api, "pods", "fresh-abc")
-
-
-def test_control_plane_runs_the_ttl_controller():
-    """The daemon's wiring includes the TTL-after-finished controller."""
-    from kctl.controllers.controlplane import all_controllers
-
-    assert "ttlafterfinished" in [c.name for c in all_controllers(event_ttl_seconds=60)]

@@ -11,7 +11,7 @@ import pytest
 from scheduler_harness import FakeClock, node, pod
 
 from kctl.api.errors import Conflict
-from kctl.cli.describe import describe
+from kctl.output.describe import describe
 from kctl.scheduler.config import Profile, SchedulerConfig
 from kctl.scheduler.scheduler import Scheduler, SchedulerSettings, node_update_events
 
@@ -266,7 +266,7 @@ def test_settings_can_turn_off_scheduled_events(api):
 
 def test_run_with_shared_informers(api):
     """Given an InformerFactory, the scheduler uses the shared nodes/pods informers, not its own watch."""
-    from kctl.controllers.informer import InformerFactory
+    from kctl.client.informer import InformerFactory
 
     api.create(node("n1"))
     api.create(pod("early", cpu="100m"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kctl.admission.validation import label_value_problems
+from kctl.admission.validation.names import label_value_problems
 from kctl.sync.inventory import (SOURCE_LABEL, SYNC_ANNOTATION, Entry, inventory_of, prune_candidates,
                                  prune_share_exceeded, source_label_value, still_owned, sync_disabled,
                                  unchanged_since_apply)

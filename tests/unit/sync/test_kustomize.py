@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from kctl.cli.yamlio import load_documents
+from kctl.manifests.yamlio import load_documents
 from kctl.sync.kustomize import build, content_hash
 from kctl.sync.render import RenderError, render
 

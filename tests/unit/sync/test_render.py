@@ -63,9 +63,9 @@ def test_list_documents_are_expanded(tmp_path):
     """`kind: List` and `*List` documents give their items, at the List's line."""
     write(tmp_path, "list.yaml", cm("first") + "---\napiVersion: v1\nkind: ConfigMapList\nitems:\n"
           "- {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}\n"
-          "- {apiVersion: v1, kind: ConfigMap, metadata: {name: y}}\n")
+          "- {apiVersion: v1, kind: ConfigMap, metadata: {name: z}}\n")  # (`y` reads as true)
     items = render(tmp_path)
-    assert names(items) == ["first", "x", "y"]
+    assert names(items) == ["first", "x", "z"]
     assert [item.line for item in items] == [1, 6, 6]
 
 

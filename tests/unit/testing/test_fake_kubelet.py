@@ -157,7 +157,8 @@ def test_node_leases_are_renewed(api):
     fake = FakeKubelet(api, nodes=["n1", "n2"], lease_interval=5.0)
     fake.register_nodes()
     leases, _ = api.list(api.resource("leases"), namespace="kube-node-lease")
-    assert {(l["metadata"]["name"], l["spec"]["holderIdentity"]) for l in leases} == {("n1", "n1"), ("n2", "n2")}
+    holders = {(lease["metadata"]["name"], lease["spec"]["holderIdentity"]) for lease in leases}
+    assert holders == {("n1", "n1"), ("n2", "n2")}
     fake.renew_leases()
     again, _ = api.list(api.resource("leases"), namespace="kube-node-lease")
     assert len(again) == 2

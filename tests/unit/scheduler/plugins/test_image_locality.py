@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
 from plugin_harness import handle_for, make_node, make_pod, run_score, snapshot_of
 
-from kctl.scheduler.plugins.image_locality import ImageLocality, normalized_image_names
+from kctl.scheduler.plugins.image_locality import ImageLocality
 
 MB = 1024 * 1024
-
-
-@pytest.mark.parametrize("image,expected", [
-    ("nginx", ("nginx", "nginx:latest", "docker.io/library/nginx:latest", "localhost/nginx:latest")),
-    ("nginx:1.25", ("nginx:1.25", "docker.io/library/nginx:1.25", "localhost/nginx:1.25")),
-    ("quay.io/x/y:2", ("quay.io/x/y:2",)),
-    ("me/app", ("me/app", "me/app:latest", "docker.io/me/app:latest", "localhost/me/app:latest")),
-    ("localhost/busybox:demo", ("localhost/busybox:demo",)),
-], ids=["bare", "tagged", "registry", "docker-hub-user", "localhost"])
-def test_normalized_names(image, expected):
-    """An image is looked up under the names a node may list it by."""
-    assert normalized_image_names(image) == expected
 
 
 def _scores(nodes: list[dict], image: str) -> dict[str, int]:

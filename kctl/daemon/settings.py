@@ -1,0 +1,56 @@
+"""`DaemonSettings`: everything one `kctl daemon` runs with, fixed when it starts.
+
+kctl.cli.daemon builds one from the command's flags (after checking them) and hands it
+to kctl.daemon.server.run; the control plane (kctl.daemon.controlplane) and the
+controller table (kctl.daemon.controllers) read their parts of it. Frozen: nothing
+changes a running daemon's settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kctl.daemon.controllers import CONTROLLER_NAMES
+
+
+@dataclass(frozen=True)
+class DaemonSettings:
+    """A daemon's settings; the defaults are those of `kctl daemon` without flags."""
+
+    #: the Node this host registers as when the store has none (None: the hostname)
+    node: str | None = None
+    #: the Podman API URL this host registers with (None: the local socket that answers)
+    podman_url: str | None = None
+    #: where nodes that lack an image get it from (None: the local sockets; none in node mode)
+    image_source: str | None = None
+    #: pod sync threads per node agent
+    workers: int = 4
+    #: seconds between full re-syncs of a pod
+    resync: float = 10.0
+    #: seconds between node heartbeats (Lease renewals)
+    heartbeat: float = 5.0
+    #: the first crash-loop back-off, and the longest
+    backoff_initial: float = 10.0
+    backoff_max: float = 300.0
+    #: a loaded kctl.scheduler.config.SchedulerConfig (None: the default profile)
+    scheduler_config: Any = None
+    #: seconds an Event is kept after it was last seen
+    event_ttl: float = 3600.0
+    #: seconds a node may go without renewing its Lease before it is marked Unknown
+    node_monitor_grace_period: float = 40.0
+    #: seconds pods without their own not-ready/unreachable toleration stay on such a node
+    default_toleration_seconds: float = 300.0
+    #: run the controller manager and the scheduler (while this daemon holds the leader Lease)
+    control_plane: bool = True
+    #: the controllers the controller manager runs (`--controllers`), in the table's order
+    controllers: tuple[str, ...] = CONTROLLER_NAMES
+    #: worker threads per controller
+    controller_workers: int = 2
+    #: run node agents (one per Node; only this host's in node mode)
+    agents: bool = True
+    #: node mode (`--server`): only this host's agent, for a control plane reached over SSH
+    node_mode: bool = False
+
+
+__all__ = ["DaemonSettings"]
