@@ -190,7 +190,8 @@ def remove(
     from kctl.api.errors import NotFound
     from kctl.api.selectors import parse_field_selector
     from kctl.cli import nodes
-    from kctl.cli.wait import parse_timeout, timeout_exit_code
+    from kctl.cli.durations import parse_timeout
+    from kctl.cli.wait import timeout_exit_code
 
     server = connect.api()
     node_rt, pods_rt = server.resource("nodes"), server.resource("pods")

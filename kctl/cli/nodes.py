@@ -103,7 +103,8 @@ def drain(
     timeout: Annotated[str, typer.Option(help="Give up after this long (Go duration; 0: never).")] = "0s",
 ) -> None:
     """Cordon nodes, then evict their pods and wait until the pods are gone."""
-    from kctl.cli.wait import parse_timeout, timeout_exit_code
+    from kctl.cli.durations import parse_timeout
+    from kctl.cli.wait import timeout_exit_code
 
     seconds = parse_timeout(timeout) or None
     opts = DrainOptions(ignore_daemonsets=ignore_daemonsets, delete_emptydir_data=delete_emptydir_data, force=force)

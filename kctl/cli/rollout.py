@@ -128,7 +128,8 @@ def status(
     timeout: Annotated[str, typer.Option(help="How long to watch before giving up (Go duration; 0: forever).")] = "0s",
 ) -> None:
     """Show the status of a rollout, watching it until it finishes, fails or times out."""
-    from kctl.cli.wait import parse_timeout, timeout_exit_code, watch_object
+    from kctl.cli.durations import parse_timeout
+    from kctl.cli.wait import timeout_exit_code, watch_object
 
     seconds = parse_timeout(timeout) or None
     for rt, obj in _targets(resources, filename, namespace, selector):

@@ -23,16 +23,6 @@ app = typer.Typer()
 #: a check sees the object (None while it does not exist) and says whether the wait is over
 Check = Callable[[Optional[dict]], bool]
 
-WEEK = 7 * 24 * 3600.0
-
-
-def parse_timeout(text: str, *, option: str = "--timeout") -> float:
-    """A Go duration (`30s`, `1m30s`, `500ms`, `0`) or plain seconds; negative is a week, as kubectl."""
-    from kctl.cli.durations import parse_timeout as parse  # the one duration parser (kctl.api.times)
-
-    return parse(text, option=option)
-
-
 def fail(message: str, *, code: int = 1) -> typer.Exit:
     """kubectl's `error: ...` line on stderr; raise the result."""
     print(f"error: {message}", file=sys.stderr)
@@ -224,6 +214,8 @@ def wait(
         waiter = parse_for(for_)
     except ValueError as exc:
         raise fail(str(exc)) from None
+    from kctl.cli.durations import parse_timeout
+
     seconds = parse_timeout(timeout)
     deleting = isinstance(waiter, Deleted)
     targets = named_objects(resources, filename, recursive, namespace, selector, all_, all_namespaces,

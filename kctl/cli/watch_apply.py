@@ -87,7 +87,7 @@ def watch_apply(files: list[str], *, recursive: bool, namespace: str | None, par
 
 
 def _debounce_ms(text: str) -> int:
-    from kctl.cli.wait import parse_timeout
+    from kctl.cli.durations import parse_timeout
 
     if text.strip().startswith("-"):
         raise typer.BadParameter(f"{text}: must not be negative", param_hint="'--debounce'")

@@ -308,7 +308,6 @@ def test_jsonpath_single_object_and_list():
 
 def test_json_and_yaml_list():
     """-o json/yaml: one object as itself, several as kubectl's `kind: List`."""
-    pytest.importorskip("kctl.manifests.yamlio")
     rt = REGISTRY.lookup("pods")
     assert json.loads(run([CRASHLOOP], rt, "json")[0]) == CRASHLOOP
     assert json.loads(run([CRASHLOOP, COMPLETED], rt, "json")[0]) == {
