@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kctl.api.apiserver import APIServer  # noqa: E402
-from kctl.api.store import Store  # noqa: E402
+from kctl.apiserver.server import APIServer  # noqa: E402
+from kctl.store.sqlite import Store  # noqa: E402
 from kctl.runtime.service import CONTAINERS_CONF_FILE, LocalPodmanService  # noqa: E402
 
 KCTL = [sys.executable, "-m", "kctl"]

@@ -29,8 +29,8 @@ from run import deployment, manifest  # noqa: E402  (the same objects as benchma
 
 _SEED = """
 import sys
-from kctl.api.apiserver import APIServer
-from kctl.api.store import Store
+from kctl.apiserver.server import APIServer
+from kctl.store.sqlite import Store
 from run import pod
 api = APIServer(Store(sys.argv[1]))
 api.write_all([("create", pod(i)) for i in range(1000)])

@@ -112,8 +112,8 @@ def pod(i: int, owner: dict, nodes: int, now: str) -> dict:
 
 def build_store(path: str, nodes: int, pods: int) -> None:
     """The cluster, written with write_all batches of 1,000."""
-    from kctl.api.apiserver import APIServer
-    from kctl.api.store import Store
+    from kctl.apiserver.server import APIServer
+    from kctl.store.sqlite import Store
 
     now = stamp(time.time())
     api = APIServer(Store(path), user="bench")
@@ -172,8 +172,8 @@ def child(path: str, baseline: bool, trace: int) -> None:
 
         tracemalloc.start(trace)
     _imports()
-    from kctl.api.apiserver import APIServer
-    from kctl.api.store import Store
+    from kctl.apiserver.server import APIServer
+    from kctl.store.sqlite import Store
 
     api = APIServer(Store(path), user="bench")
     api.list(api.resource("namespaces"))

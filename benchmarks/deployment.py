@@ -72,7 +72,7 @@ class BatchBinder:
                 self.pending.put(change.obj)
 
     def _bind(self, stop: threading.Event) -> None:
-        from kctl.api.apiserver import Binding
+        from kctl.apiserver.contract import Binding
 
         while not stop.is_set():
             try:
@@ -117,8 +117,8 @@ def wait_complete(api, generation: int, *, timeout: float = 300.0) -> None:
 
 
 def run(*, replicas: int, runs: int, ready_delay: float, nodes: int) -> dict:
-    from kctl.api.apiserver import APIServer
-    from kctl.api.store import Store
+    from kctl.apiserver.server import APIServer
+    from kctl.store.sqlite import Store
     from kctl.controllers.deployment import DeploymentController
     from kctl.controllers.manager import ControllerManager
     from kctl.controllers.replicaset import ReplicaSetController

@@ -36,8 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kctl.api.apiserver import APIServer  # noqa: E402
-from kctl.api.store import Store  # noqa: E402
+from kctl.apiserver.server import APIServer  # noqa: E402
+from kctl.store.sqlite import Store  # noqa: E402
 from kctl.runtime.interface import LABEL_MANAGED  # noqa: E402
 from kctl.runtime.podman import PodmanRuntime  # noqa: E402
 from kctl.testing.testbed import DEMO_IMAGE, SSH_PORT, TestBed  # noqa: E402

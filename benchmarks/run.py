@@ -58,8 +58,8 @@ def fresh_env(tmp: str, tag: str) -> dict:
 
 def bench_apply(tmp: str, runs: int) -> dict:
     """`kctl apply -f` of one file of 1,000 Deployments, against one request per object."""
-    from kctl.api.apiserver import APIServer
-    from kctl.api.store import Store
+    from kctl.apiserver.server import APIServer
+    from kctl.store.sqlite import Store
 
     objs = [deployment(i) for i in range(1000)]
     path = os.path.join(tmp, "1000.yaml")
@@ -84,8 +84,8 @@ def bench_apply(tmp: str, runs: int) -> dict:
 
 def bench_get(tmp: str, runs: int) -> dict:
     """`kctl get pods` with 1,000 pods stored, against a bare `python -c pass`."""
-    from kctl.api.apiserver import APIServer
-    from kctl.api.store import Store
+    from kctl.apiserver.server import APIServer
+    from kctl.store.sqlite import Store
 
     env = fresh_env(tmp, "get")
     api = APIServer(Store(env["KCTL_STORE"]))
@@ -99,8 +99,8 @@ def bench_get(tmp: str, runs: int) -> dict:
 
 
 def _writer(path: str, n: int, ready, go) -> None:
-    from kctl.api.apiserver import APIServer
-    from kctl.api.store import Store
+    from kctl.apiserver.server import APIServer
+    from kctl.store.sqlite import Store
 
     api = APIServer(Store(path))
     api.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "tick"}, "data": {}})
@@ -113,7 +113,7 @@ def _writer(path: str, n: int, ready, go) -> None:
 
 
 def _watch_latency(tmp: str, n: int, use_watchfiles: bool) -> list[float]:
-    from kctl.api.store import Store
+    from kctl.store.sqlite import Store
 
     path = os.path.join(tmp, f"watch-{use_watchfiles}", "kctl.db")
     store = Store(path)
@@ -155,8 +155,8 @@ def bench_writes(tmp: str, n: int) -> dict:
     """Sustained single-object updates through the API (no hooks), against raw SQLite commits."""
     import sqlite3
 
-    from kctl.api.apiserver import APIServer
-    from kctl.api.store import Store
+    from kctl.apiserver.server import APIServer
+    from kctl.store.sqlite import Store
 
     api = APIServer(Store(os.path.join(tmp, "writes", "kctl.db")))
     obj = api.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w"}, "data": {"i": "0"}})

@@ -46,8 +46,8 @@ def pod(i: int) -> dict:
 
 
 def build_store(path: str, nodes: int, pods: int) -> None:
-    from kctl.api.apiserver import APIServer
-    from kctl.api.store import Store
+    from kctl.apiserver.server import APIServer
+    from kctl.store.sqlite import Store
 
     api = APIServer(Store(path), user="bench")
     for start in range(0, nodes, 1000):
@@ -68,8 +68,8 @@ def child(path: str, pods: int, bind_batch: int, percentage: int | None, shared_
     """One run, in its own process: schedule until every pod is bound; print JSON."""
     import threading
 
-    from kctl.api.apiserver import APIServer
-    from kctl.api.store import Store
+    from kctl.apiserver.server import APIServer
+    from kctl.store.sqlite import Store
     from kctl.scheduler.config import SchedulerConfig
     from kctl.scheduler.scheduler import Scheduler, SchedulerSettings
 

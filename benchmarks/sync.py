@@ -59,8 +59,8 @@ def run(argv: list[str], env: dict) -> None:
 
 
 def bench(tmp: Path, runs: int, objects: int) -> dict[str, list[float]]:
-    from kctl.api.apiserver import APIServer
-    from kctl.api.store import Store
+    from kctl.apiserver.server import APIServer
+    from kctl.store.sqlite import Store
     from kctl.sync.controller import cache_dir_for
     from kctl.sync.reconcile import reconcile
     from kctl.testing.gitrepo import git

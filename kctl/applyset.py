@@ -34,8 +34,8 @@ from kctl.sync.inventory import Entry, ObjectKey, group_kind_of
 from kctl.sync.order import kind_rank
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
-    from kctl.api.resources import ResourceType
+    from kctl.apiserver.contract import API
+    from kctl.machinery.resources import ResourceType
 
 __all__ = ["ADDITIONAL_NAMESPACES_ANNOTATION", "CONTAINS_GROUP_KINDS_ANNOTATION", "ID_LABEL", "INVENTORY_KEY",
            "PART_OF_LABEL", "TOOLING", "TOOLING_ANNOTATION", "ApplySet", "ApplySetError", "ParentRef",
@@ -122,7 +122,7 @@ def default_parent_name(sources: list[str]) -> str:
 
 def load(api: API, parent: ParentRef) -> ApplySet:
     """The apply-set of `parent` as stored; raises ApplySetError if that object is not one of kctl's."""
-    from kctl.api.errors import NotFound
+    from kctl.machinery.errors import NotFound
 
     rt = api.resource(parent.kind.lower())
     try:
@@ -177,7 +177,7 @@ def label_members(objs: list[dict], set_id: str) -> list[dict]:
 
 def planned_entries(api: API, objs: list[dict], namespace: str | None) -> list[Entry]:
     """Inventory entries (no uid yet) for the objects about to be applied; unknown kinds skipped."""
-    from kctl.api.errors import APIError
+    from kctl.machinery.errors import APIError
 
     out = []
     for obj in objs:
@@ -198,8 +198,8 @@ def _live_members(api: API, entries: list[Entry], set_id: str) -> dict[ObjectKey
     One labelled list per kind and namespace (not one read per member), so a set of
     hundreds of objects costs a handful of queries, also over `--server ssh://`.
     """
-    from kctl.api.errors import APIError
-    from kctl.api.selectors import parse_label_selector
+    from kctl.machinery.errors import APIError
+    from kctl.machinery.selectors import parse_label_selector
 
     selector = parse_label_selector(f"{PART_OF_LABEL}={set_id}")
     groups: dict[tuple[str, str, str], set[str]] = {}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kctl.api.apiserver import APIServer
-from kctl.api.store import Store
+from kctl.apiserver.server import APIServer
+from kctl.store.sqlite import Store
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 Run by hand when moving to a newer Kubernetes API (`make schemas`); the output is
 committed. Keeps only the definitions reachable from kctl's built-in kinds, rewrites
 every `$ref` to `#/$defs/NAME`, and marks Quantity strings with kctl's own format so
-validation can parse them (kctl.api.quantity). kctl's own kinds (kctl.io) are written
+validation can parse them (kctl.machinery.quantity). kctl's own kinds (kctl.io) are written
 by hand in schemas/ and are left alone.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import kubernetes_validate  # dev-only: pip install kubernetes-validate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kctl.api.resources import BUILTIN, KCTL_GROUP  # noqa: E402
+from kctl.machinery.resources import BUILTIN, KCTL_GROUP  # noqa: E402
 
 K8S_VERSION = "v1.37.0-local-strict"
 SOURCE = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema" / K8S_VERSION

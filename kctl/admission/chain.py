@@ -3,7 +3,7 @@
 defaulting (and, on create, the fields Kubernetes' strategies set: a Pod's phase Pending and
 qosClass, a Namespace's phase Active) -> mutating hooks -> a Job's generated selector ->
 schema validation -> Pod Security -> validating hooks.
-Called by the API layer (kctl.api.apiserver) for writes from every client: the CLI,
+Called by the API layer (kctl.apiserver.server) for writes from every client: the CLI,
 controllers, the scheduler and node agents alike. Hook objects themselves are never
 sent to hooks (kctl.admission.hooks.matches), so a broken hook can always be removed.
 """
@@ -15,7 +15,7 @@ from typing import Callable
 
 from kctl.admission import defaults, hooks, podsecurity, validation
 from kctl.admission.hooks import AdmissionRequest
-from kctl.api.errors import Forbidden, Invalid
+from kctl.machinery.errors import Forbidden, Invalid
 
 
 def admit(request: AdmissionRequest, *, mutating: list[dict], validating: list[dict],

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from kctl.api.quantity import parse_quantity
-from kctl.api.resources import KCTL_GROUP, ResourceType
+from kctl.machinery.quantity import parse_quantity
+from kctl.machinery.resources import KCTL_GROUP, ResourceType
 
 #: defaultMode of configMap / secret / downwardAPI / projected volumes (0644).
 DEFAULT_FILE_MODE = 0o644

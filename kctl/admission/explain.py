@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import textwrap
 
-from kctl.api import schemas
-from kctl.api.errors import BadRequest
-from kctl.api.resources import ResourceType
+from kctl.machinery import schemas
+from kctl.machinery.errors import BadRequest
+from kctl.machinery.resources import ResourceType
 
 __all__ = ["explain", "type_name"]
 

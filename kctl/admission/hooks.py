@@ -38,8 +38,8 @@ from typing import Iterable
 import jsonpatch
 import jsonpointer
 
-from kctl.api.errors import Forbidden
-from kctl.api.resources import KCTL_GROUP, ResourceType
+from kctl.machinery.errors import Forbidden
+from kctl.machinery.resources import KCTL_GROUP, ResourceType
 
 logger = logging.getLogger("kctl.admission")
 

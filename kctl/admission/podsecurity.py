@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from kctl.api.errors import FieldError
-from kctl.api.resources import ResourceType
+from kctl.machinery.errors import FieldError
+from kctl.machinery.resources import ResourceType
 
 ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
 ENFORCE_VERSION_LABEL = "pod-security.kubernetes.io/enforce-version"

@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING, Callable
 
 from kctl.agent.node import (AGENT_NODE_MODE, ANNOTATION_AGENT, ANNOTATION_PODMAN_URL, ANNOTATION_SSH_IDENTITY,
                              Heartbeat, node_address)
-from kctl.api import events
-from kctl.api.errors import Conflict, Gone, NotFound
-from kctl.api.times import parse_seconds
+from kctl.client import events
+from kctl.machinery.errors import Conflict, Gone, NotFound
+from kctl.machinery.times import parse_seconds
 from kctl.client.workqueue import WorkQueue
 from kctl.runtime.interface import ContainerEvent
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
+    from kctl.apiserver.contract import API
 
 log = logging.getLogger("kctl.agent")
 
@@ -305,7 +305,7 @@ class NodeAgent:
 
     def relist(self) -> int:
         """List Pods bound here, ConfigMaps and Secrets; queue what changed; the revision to watch from."""
-        from kctl.api.selectors import parse_field_selector
+        from kctl.machinery.selectors import parse_field_selector
 
         selector = parse_field_selector(f"spec.nodeName={self.node_name}", kind="Pod")
         pods, pods_rev = self.api.list(self.api.resource("pods"), field_selector=selector)

@@ -24,7 +24,7 @@ import math
 from typing import Mapping
 
 from kctl.agent.env import expand
-from kctl.api.quantity import parse_quantity
+from kctl.machinery.quantity import parse_quantity
 from kctl.runtime.interface import (
     LABEL_CONTAINER,
     LABEL_CONTAINER_KIND,

@@ -22,7 +22,7 @@ import re
 from fractions import Fraction
 from typing import Callable, Mapping
 
-from kctl.api.quantity import parse_quantity
+from kctl.machinery.quantity import parse_quantity
 
 Lookup = Callable[[str, str, str], "dict | None"]  # (kind, namespace, name) -> ConfigMap | Secret | None
 Allocatable = Callable[[], Mapping[str, object]]      # the node's allocatable resources, asked for lazily

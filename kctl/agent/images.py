@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 from kctl.runtime.interface import RegistryAuth, Runtime, RuntimeError_
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
+    from kctl.apiserver.contract import API
 
 log = logging.getLogger("kctl.agent.images")
 

@@ -22,13 +22,13 @@ import time
 from typing import TYPE_CHECKING, Callable
 from urllib.parse import urlparse
 
-from kctl.api.errors import AlreadyExists, Conflict, NotFound
+from kctl.machinery.errors import AlreadyExists, Conflict, NotFound
 from kctl.client.retry import retry_on_conflict
 from kctl.runtime.hostprobe import HostCheck, HostUnreachable
 from kctl.runtime.interface import HostInfo, ImageInfo
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
+    from kctl.apiserver.contract import API
 
 log = logging.getLogger("kctl.agent.node")
 
@@ -444,7 +444,7 @@ class Heartbeat:
             log.warning("%s [%s]; %s", self._named(message), reason, effect)
             node = self._node_or_none()
             if node is not None:
-                from kctl.api import events
+                from kctl.client import events
 
                 events.record(self.api, node, type="Warning", reason=reason, message=message,
                               component=COMPONENT, host=self.node_name)

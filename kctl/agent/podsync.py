@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from kctl.api.times import parse_seconds
+from kctl.machinery.times import parse_seconds
 from kctl.agent.backoff import Backoff
 from kctl.agent.containers import (
     KIND_APP,

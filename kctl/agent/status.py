@@ -19,7 +19,7 @@ from typing import Iterable, Mapping, Sequence
 
 from kctl.agent.containers import KIND_APP, KIND_INIT
 from kctl.agent.probes import ProbeManager
-from kctl.api.quantity import parse_quantity
+from kctl.machinery.quantity import parse_quantity
 from kctl.runtime.interface import LABEL_CONTAINER, LABEL_CONTAINER_KIND, LABEL_RESTART, ContainerState, PodSandbox
 
 PENDING, RUNNING, SUCCEEDED, FAILED = "Pending", "Running", "Succeeded", "Failed"

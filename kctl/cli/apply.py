@@ -1,7 +1,7 @@
 """`kctl apply`, `create` and `diff`: manifests in, per-document result lines out.
 
 Every document is read and parsed before anything is written; the API layer admits each
-one, then commits them in one transaction (kctl.api.apiserver.APIServer.write_all).
+one, then commits them in one transaction (kctl.apiserver.server.APIServer.write_all).
 `apply --prune` prunes only members of its apply-set (kctl.applyset): what the same
 `--applyset` (or the same -f paths) applied before and the manifests no longer hold.
 """
@@ -45,9 +45,9 @@ def _dry_run_mode(value: Optional[str]) -> str:
 
 def _client_dry_run(docs, namespace: str | None):
     """What apply would do, judged on this side only: no admission, nothing written."""
-    from kctl.api.apiserver import WriteResult
-    from kctl.api.apply import applied_object, unchanged_by_apply
-    from kctl.api.errors import APIError
+    from kctl.apiserver.contract import WriteResult
+    from kctl.machinery.apply import applied_object, unchanged_by_apply
+    from kctl.machinery.errors import APIError
 
     server = connect.api()
     results = []
@@ -167,7 +167,7 @@ def apply(
 
 
 def _label_selector(selector: str | None):
-    from kctl.api.selectors import parse_label_selector
+    from kctl.machinery.selectors import parse_label_selector
 
     return parse_label_selector(selector) if selector else None
 
@@ -248,7 +248,7 @@ def _apply_and_prune(server, docs, chosen, *, namespace, mode, atomic, label_sel
 
 def _kept_keys(server, docs, namespace: str | None) -> set:
     """(group/kind, namespace, name) of every object the manifests hold (also those -l left out)."""
-    from kctl.api.errors import APIError
+    from kctl.machinery.errors import APIError
 
     kept = set()
     for doc in docs:
@@ -265,7 +265,7 @@ def _kept_keys(server, docs, namespace: str | None) -> set:
 def _prune(server, applyset, kept: set, label_selector, *, dry_run: bool, suffix: str,
            to_stderr: bool = False) -> tuple[int, set]:
     """Delete the set's recorded members that the manifests no longer hold; (exit status, keys pruned)."""
-    from kctl.api.errors import APIError, NotFound
+    from kctl.machinery.errors import APIError, NotFound
     from kctl.applyset import prune_plan
     from kctl.sync.inventory import key_of_object
 
@@ -311,7 +311,7 @@ def create(
         print("error: no objects passed to create", file=sys.stderr)
         raise typer.Exit(1)
     if mode == "client":
-        from kctl.api.apiserver import WriteResult
+        from kctl.apiserver.contract import WriteResult
 
         results = [WriteResult(obj=d.obj, action="created") for d in docs]
     else:

@@ -1,6 +1,6 @@
 """`kctl audit`: the audit log of the store's writes, as a table or as JSON.
 
-Reads the log kctl.api.audit writes beside the store (with its rotated files), filters
+Reads the log kctl.apiserver.audit writes beside the store (with its rotated files), filters
 it (--since, --user, --verb, --kind, -n) and prints one row per write, oldest first; or
 an `audit.k8s.io/v1` EventList with `-o json`. With --server the command runs on the
 control host over SSH, where the log is.
@@ -30,8 +30,8 @@ def _fail(message: str) -> typer.Exit:
 
 def _resource_matcher(kind: str):
     """A test on an event's objectRef for --kind (plural, singular, short name or Kind)."""
-    from kctl.api.errors import APIError
-    from kctl.api.resources import builtin_registry
+    from kctl.machinery.errors import APIError
+    from kctl.machinery.resources import builtin_registry
 
     rt = None
     try:
@@ -48,7 +48,7 @@ def _resource_matcher(kind: str):
 
 
 def _since_cutoff(since: str) -> str:
-    from kctl.api.times import parse_duration
+    from kctl.machinery.times import parse_duration
 
     try:
         seconds = parse_duration(since)
@@ -104,8 +104,8 @@ def audit(
                     'are: json,table')
     if connect.current().server_url:
         _on_server(since, user, verb, kind, namespace, output)
-    from kctl.api import audit as audit_log
-    from kctl.api.store import default_path
+    from kctl.apiserver import audit as audit_log
+    from kctl.store.sqlite import default_path
 
     path = audit_log.path_for_store(connect.current().store_path or default_path())
     if path is None:
@@ -140,7 +140,7 @@ def _on_server(since, user, verb, kind, namespace, output) -> None:
     """With --server: the log is on the control host; run `kctl audit` there over SSH."""
     import subprocess
 
-    from kctl.api.remote import ssh_kctl_command
+    from kctl.apiserver.remote import ssh_kctl_command
 
     args = ["audit"]
     for flag, value in (("--since", since), ("--user", user), ("--verb", verb), ("--kind", kind),

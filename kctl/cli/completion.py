@@ -96,13 +96,13 @@ def _api(ctx: click.Context):
     params = ctx.find_root().params
     if params.get("server"):
         return None
-    from kctl.api.store import default_path
+    from kctl.store.sqlite import default_path
 
     path = params.get("store") or default_path()
     if not os.path.isfile(path):
         return None  # completing must not create a store
-    from kctl.api.apiserver import APIServer
-    from kctl.api.store import Store
+    from kctl.apiserver.server import APIServer
+    from kctl.store.sqlite import Store
 
     return APIServer(Store(path), warn=lambda message: None)
 
@@ -115,7 +115,7 @@ def _registry(ctx: click.Context):
             return server.registry
         finally:
             server.close()
-    from kctl.api.resources import builtin_registry
+    from kctl.machinery.resources import builtin_registry
 
     return builtin_registry()
 

@@ -15,12 +15,12 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kctl.api.resources import ResourceType
+from kctl.machinery.resources import ResourceType
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
-    from kctl.api.errors import APIError
-    from kctl.api.store import Store
+    from kctl.apiserver.contract import API
+    from kctl.machinery.errors import APIError
+    from kctl.store.sqlite import Store
 
 
 @dataclass(frozen=True)
@@ -29,14 +29,14 @@ class CLIContext:
 
     #: --store / $KCTL_STORE: the local SQLite store (None: the default one)
     store_path: str | None = None
-    #: --server / $KCTL_SERVER: the control plane at ssh://user@host[:port]/path (kctl.api.remote)
+    #: --server / $KCTL_SERVER: the control plane at ssh://user@host[:port]/path (kctl.apiserver.remote)
     server_url: str | None = None
     #: --identity / $KCTL_SSH_IDENTITY: the SSH private key for --server
     identity: str | None = None
 
 
 #: the key of the command's API in Click's ctx.meta (shared by every context of one command line)
-_API_KEY = "kctl.api"
+_API_KEY = "kctl.apiserver"
 
 
 def current() -> CLIContext:
@@ -80,17 +80,17 @@ def api() -> API:
 def _connect(context: CLIContext) -> API:
     """A new API client for `context`."""
     if context.server_url:
-        from kctl.api.remote import RemoteAPIServer
+        from kctl.apiserver.remote import RemoteAPIServer
 
         return RemoteAPIServer(context.server_url, identity=context.identity, warn=warn)
-    from kctl.api.apiserver import APIServer
+    from kctl.apiserver.server import APIServer
 
     return APIServer(open_store(context.store_path), warn=warn)
 
 
 def error_line(exc: APIError) -> str:
     """kubectl's line for an error: `error: ...` if found on the client, else `Error from server (Reason): ...`."""
-    from kctl.api.errors import ClientSideError
+    from kctl.machinery.errors import ClientSideError
 
     if isinstance(exc, ClientSideError):
         return f"error: {exc.message}"
@@ -111,7 +111,7 @@ def open_store(store_path: str | None = None) -> Store:
     """
     from pathlib import Path
 
-    from kctl.api.store import Store
+    from kctl.store.sqlite import Store
 
     store_path = store_path or current().store_path
     if not store_path:
@@ -158,7 +158,7 @@ def namespace_arg(namespace: str | None) -> str:
 
 def targets(args: list[str]) -> list[tuple[ResourceType, list[str]]]:
     """kubectl's resource arguments: `TYPE[,TYPE] [NAME...]` or `TYPE/NAME...`, in order."""
-    from kctl.api.errors import ClientSideError
+    from kctl.machinery.errors import ClientSideError
 
     server = api()
     if not args:

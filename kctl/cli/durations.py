@@ -2,7 +2,7 @@
 
 Every duration-taking option of the CLI (delete/wait/rollout status/drain/node remove `--timeout`,
 logs `--since`, apply `--debounce`, the daemon's periods) converts its text with
-kctl.api.times.parse_duration, the one parser; options declare `click_type=DURATION` (or
+kctl.machinery.times.parse_duration, the one parser; options declare `click_type=DURATION` (or
 `duration(min=...)`), or call `parse_timeout` on a text value.
 """
 
@@ -29,7 +29,7 @@ class Duration(click.ParamType):
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             seconds = float(value)
         else:
-            from kctl.api.times import parse_duration
+            from kctl.machinery.times import parse_duration
 
             try:
                 seconds = parse_duration(str(value))

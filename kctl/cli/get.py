@@ -16,7 +16,7 @@ import typer
 from kctl.cli import connect
 
 if TYPE_CHECKING:
-    from kctl.api.resources import ResourceType
+    from kctl.machinery.resources import ResourceType
     from kctl.output.printers import OutputFormat, PrinterColumn
 
 #: this module's commands; kctl.cli.main mounts them (main.COMMANDS)
@@ -30,7 +30,7 @@ FieldSelOpt = Annotated[Optional[str], typer.Option(
 
 
 def _selectors(rt, selector: Optional[str], field_selector: Optional[str]):
-    from kctl.api.selectors import parse_field_selector, parse_label_selector
+    from kctl.machinery.selectors import parse_field_selector, parse_label_selector
 
     labels = parse_label_selector(selector) if selector else None
     fields = parse_field_selector(field_selector, kind=rt.kind) if field_selector else None
@@ -44,7 +44,7 @@ def collect(rt, names: list[str], *, namespace: Optional[str], all_namespaces: b
 
     A named object that does not exist raises NotFound, or (with `missing`) is added to it.
     """
-    from kctl.api.errors import NotFound
+    from kctl.machinery.errors import NotFound
 
     server = connect.api()
     ns = None if all_namespaces else connect.namespace_arg(namespace)
@@ -70,7 +70,7 @@ ALL_CATEGORY = ("pods", "replicationcontrollers", "services", "daemonsets", "dep
 
 def _expand_all(args: list[str]) -> list[str]:
     """`all` inside a comma list (`get all,cm`) becomes kubectl's "all" category, each kind once."""
-    from kctl.api.errors import APIError
+    from kctl.machinery.errors import APIError
 
     if not args or "/" in args[0] or "all" not in args[0].split(","):
         return args
@@ -96,7 +96,7 @@ def _crd_columns(rt: ResourceType) -> tuple[PrinterColumn, ...] | None:
     """A custom kind's printer columns, from its CustomResourceDefinition (None for built-ins)."""
     if not rt.is_custom:
         return None
-    from kctl.api.errors import NotFound
+    from kctl.machinery.errors import NotFound
     from kctl.output.printers import crd_columns
 
     server = connect.api()
@@ -132,7 +132,7 @@ def get(
     ignore_not_found: Annotated[bool, typer.Option(help="A named object that does not exist is not an error.")] = False,
 ) -> None:
     """Display one or many objects."""
-    from kctl.api.errors import ClientSideError
+    from kctl.machinery.errors import ClientSideError
     from kctl.output.printers import parse_output, print_objects, sort_objects
 
     fmt = parse_output(output)
@@ -192,7 +192,7 @@ def get(
 
 
 def _resource_version(text: str) -> int:
-    from kctl.api.errors import ClientSideError
+    from kctl.machinery.errors import ClientSideError
 
     if not text.isdigit():
         raise ClientSideError(f'invalid --resource-version "{text}": a resourceVersion is a number')
@@ -235,7 +235,7 @@ def _watch(rt: ResourceType, names: list[str], objs: list[dict], rev: int, fmt: 
     objects included, then goes on from the new list's revision. With --resource-version
     the caller asked for an exact point: if that is compacted away, it is an error.
     """
-    from kctl.api.errors import Gone
+    from kctl.machinery.errors import Gone
     from kctl.output.printers import WatchPrinter
 
     server = connect.api()
@@ -300,7 +300,7 @@ def describe(
     selector: SelectorOpt = None,
 ) -> None:
     """Show details of objects, with their events."""
-    from kctl.api.errors import NotFound
+    from kctl.machinery.errors import NotFound
     from kctl.output.describe import describe as render
 
     server = connect.api()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from kctl.api.times import parse_duration
+from kctl.machinery.times import parse_duration
 from kctl.cli import connect
 if TYPE_CHECKING:  # the runtime is imported by the commands only, to keep start-up quick
     from kctl.runtime.interface import ContainerState
@@ -37,7 +37,7 @@ def _runtime_for(node: dict):
 
 def _pod_and_runtime(name: str, namespace: str | None) -> tuple[dict, object]:
     """The Pod and the runtime of the node it is bound to."""
-    from kctl.api.errors import BadRequest
+    from kctl.machinery.errors import BadRequest
 
     api = connect.api()
     pod = api.get(api.resource("pods"), name, namespace=connect.namespace_arg(namespace))
@@ -110,7 +110,7 @@ def _on_server(args: list[str]) -> None:
     """With --server: run this command on the control host, where the nodes' keys are; exit with its status."""
     import subprocess
 
-    from kctl.api.remote import ssh_kctl_command
+    from kctl.apiserver.remote import ssh_kctl_command
 
     argv = ssh_kctl_command(connect.current().server_url, args, identity=connect.current().identity)
     raise typer.Exit(subprocess.run(argv).returncode)

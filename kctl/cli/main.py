@@ -7,7 +7,7 @@ one. The root callback puts the global options on Click's `ctx.obj` as a frozen
 `kctl.cli.connect.CLIContext`. `main` builds the Click tree once, gives every command its
 Examples (kctl.cli.examples) and completers (kctl.cli.completion), answers shell completion
 requests, rewrites kubectl-style arguments (kctl.cli.argv), and runs the command. Errors from
-the API layer (kctl.api.errors) and from reading manifests become one line on stderr and a
+the API layer (kctl.machinery.errors) and from reading manifests become one line on stderr and a
 distinct exit status: `error: ...` for what the client found itself, `Error from server
 (Reason): ...` for what the API refused; no traceback reaches a user (KCTL_DEBUG=1 shows one).
 """
@@ -149,8 +149,8 @@ def _only(verb: str) -> typer.Typer:
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
-    from kctl.api.audit import name_command
-    from kctl.api.errors import APIError
+    from kctl.apiserver.audit import name_command
+    from kctl.machinery.errors import APIError
     from kctl.cli.argv import normalise, verb_of
 
     if os.environ.get(COMPLETE_VAR):

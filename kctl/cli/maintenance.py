@@ -32,7 +32,7 @@ def init() -> None:
     import sys
     from pathlib import Path
 
-    from kctl.api.store import Store, default_path
+    from kctl.store.sqlite import Store, default_path
 
     if connect.current().server_url:
         print("error: kctl init makes a local store; it cannot be used with --server", file=sys.stderr)
@@ -67,7 +67,7 @@ def restore(file: Annotated[str, typer.Argument(help="A file written by `kctl ba
     """
     import os
 
-    from kctl.api.errors import ClientSideError
+    from kctl.machinery.errors import ClientSideError
 
     if not os.path.isfile(file):  # the user's mistake, found before asking the store
         raise ClientSideError(f'the path "{file}" does not exist' if not os.path.exists(file)

@@ -41,7 +41,7 @@ def named_objects(resources, filename, recursive, namespace, selector, all_, all
 def _find(resources, filename, recursive, namespace, selector, all_, all_namespaces=False,
           ignore_not_found=False):
     """(found (rt, obj) pairs in order, NotFound errors of the names that do not exist)."""
-    from kctl.api.errors import NotFound
+    from kctl.machinery.errors import NotFound
 
     server = connect.api()
     found, missing = [], []
@@ -70,7 +70,7 @@ def _find(resources, filename, recursive, namespace, selector, all_, all_namespa
                     if not ignore_not_found:
                         missing.append(exc)
             continue
-        from kctl.api.selectors import parse_label_selector
+        from kctl.machinery.selectors import parse_label_selector
 
         labels = parse_label_selector(selector) if selector else None
         objs, _ = server.list(rt, namespace=ns, label_selector=labels)
@@ -109,7 +109,7 @@ def delete(
     dry_run: DryRunOpt = None,
 ) -> None:
     """Delete objects by name, manifest, label selector or --all."""
-    from kctl.api.errors import NotFound, Timeout
+    from kctl.machinery.errors import NotFound, Timeout
 
     if cascade not in CASCADE:
         raise typer.BadParameter("must be background, foreground or orphan", param_hint="'--cascade'")
@@ -178,7 +178,7 @@ def patch(
 
 def _set_map(which: str, resources, pairs_and_names, namespace, selector, all_, overwrite, dry_run):
     """label/annotate: `k=v` sets, `k-` removes; an existing value needs --overwrite."""
-    from kctl.api.errors import ClientSideError
+    from kctl.machinery.errors import ClientSideError
 
     args = list(resources or []) + list(pairs_and_names or [])
     changes = [a for a in args if "=" in a or (a.endswith("-") and "/" not in a and len(a) > 1)]
@@ -332,8 +332,8 @@ def _preserve(path: str) -> bool:
 
 def _save_edit(server, rt, obj: dict, edited: str) -> list[str]:
     """Store the edited text as a merge patch on the live object; on failure, the lines saying why."""
-    from kctl.api.errors import APIError, Invalid
-    from kctl.api.patch import create_merge_patch
+    from kctl.machinery.errors import APIError, Invalid
+    from kctl.machinery.patch import create_merge_patch
     from kctl.manifests.yamlio import ManifestError, load_documents
 
     meta = obj["metadata"]

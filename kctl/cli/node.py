@@ -66,7 +66,7 @@ def parse_taint(text: str) -> dict:
 
 def known_hosts_path() -> str:
     """kctl's known_hosts file: beside the store in use."""
-    from kctl.api.store import default_path
+    from kctl.store.sqlite import default_path
     from kctl.ssh import known_hosts_for_store
 
     return known_hosts_for_store(connect.current().store_path or default_path())
@@ -187,8 +187,8 @@ def remove(
     timeout: Annotated[str, typer.Option(help="How long to wait for the drain (Go duration).")] = "5m",
 ) -> None:
     """Drain a node (its DaemonSet pods too), then delete it."""
-    from kctl.api.errors import NotFound
-    from kctl.api.selectors import parse_field_selector
+    from kctl.machinery.errors import NotFound
+    from kctl.machinery.selectors import parse_field_selector
     from kctl.cli import nodes
     from kctl.cli.durations import parse_timeout
     from kctl.cli.wait import timeout_exit_code

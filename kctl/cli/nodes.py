@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kctl.api.resources import ResourceType
+from kctl.machinery.resources import ResourceType
 from kctl.cli import connect
 from kctl.ops import drain as drain_ops
 from kctl.ops.drain import (  # noqa: F401  (PodVerdict, DrainOptions and the filters: kctl.cli.node, tests)

@@ -60,7 +60,7 @@ def api_resources(
     no_headers: Annotated[bool, typer.Option(help="Omit the header line.")] = False,
 ) -> None:
     """List the kinds kctl serves, built-in and from CustomResourceDefinitions."""
-    from kctl.api.errors import ClientSideError
+    from kctl.machinery.errors import ClientSideError
 
     if output not in (None, "", "wide", "name"):
         raise ClientSideError(f'--output {output} is not available')

@@ -16,7 +16,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kctl.api.resources import ResourceType
+from kctl.machinery.resources import ResourceType
 from kctl.cli import connect
 
 #: this module's commands; kctl.cli.main mounts them (main.COMMANDS)

@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kctl.api.resources import ResourceType
+from kctl.machinery.resources import ResourceType
 from kctl.cli import connect
 
 #: this module's commands; kctl.cli.main mounts them (main.COMMANDS)
@@ -154,7 +154,7 @@ def set_image(
     dry_run: DryRunOpt = None,
 ) -> None:
     """Update the image of containers in Pods, Deployments, ReplicaSets, DaemonSets, Jobs and CronJobs."""
-    from kctl.api.errors import Conflict
+    from kctl.machinery.errors import Conflict
     from kctl.cli.modify import named_objects
 
     words, images = _split_args(list(args or []))

@@ -2,7 +2,7 @@
 
 The client's ssh runs this on the control host; it serves the API over the store
 (`--store`, else the global --store/$KCTL_STORE, else the default), which must exist, on
-stdin/stdout in the JSON-lines protocol of kctl.api.wire until stdin ends. Not meant to be typed by hand, so
+stdin/stdout in the JSON-lines protocol of kctl.apiserver.wire until stdin ends. Not meant to be typed by hand, so
 it is hidden from `kctl --help`; docs/node-mode.md describes it.
 """
 
@@ -36,8 +36,8 @@ def serve(
     import logging
     from pathlib import Path
 
-    from kctl.api.serve import serve_stdio
-    from kctl.api.store import default_path
+    from kctl.apiserver.serve import serve_stdio
+    from kctl.store.sqlite import default_path
 
     path = Path(store or connect.current().store_path or default_path())
     if not path.exists():  # a typo in a --server URL must not start a new, empty cluster

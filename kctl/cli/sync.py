@@ -25,8 +25,8 @@ from typer.core import TyperGroup
 from kctl.cli import connect
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
-    from kctl.api.resources import ResourceType
+    from kctl.apiserver.contract import API
+    from kctl.machinery.resources import ResourceType
 
 #: this module's commands; kctl.cli.main mounts them (main.COMMANDS)
 app = typer.Typer()
@@ -93,7 +93,7 @@ def _spec(url: str, *, branch, revision, path, interval, prune, secret, mode, on
 
 def _store(api: API, rt: ResourceType, name: str, namespace: str, spec: dict) -> dict:
     """Create the GitSource, or merge the flags' spec into the existing one (other fields kept)."""
-    from kctl.api.errors import NotFound
+    from kctl.machinery.errors import NotFound
 
     try:
         current = api.get(rt, name, namespace=namespace)
@@ -145,7 +145,7 @@ def run(
     timeout: Annotated[Optional[str], typer.Option(help="How long fetching may take (default 2m).")] = None,
 ) -> None:
     """Store a GitSource for URL|PATH and sync it now; exit 1 with FILE:LINE: message when the revision fails."""
-    from kctl.api.times import parse_duration
+    from kctl.machinery.times import parse_duration
     from kctl.sync.controller import cache_dir_for
     from kctl.sync.reconcile import reconcile, short_revision
 

@@ -2,7 +2,7 @@
 
 Also home of `watch_object`, the list-then-watch loop that `kctl rollout status` and
 `kctl drain` use too: every check runs on a state the store committed, woken by the API
-watch (kctl.api.apiserver.APIServer.watch), never by a polling loop of our own.
+watch (kctl.apiserver.server.APIServer.watch), never by a polling loop of our own.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Annotated, Callable, Optional
 
 import typer
 
-from kctl.api.resources import ResourceType
+from kctl.machinery.resources import ResourceType
 from kctl.cli import connect
 
 #: this module's commands; kctl.cli.main mounts them (main.COMMANDS)
@@ -30,7 +30,7 @@ def fail(message: str, *, code: int = 1) -> typer.Exit:
 
 
 def timeout_exit_code() -> int:
-    from kctl.api.errors import Timeout
+    from kctl.machinery.errors import Timeout
 
     return Timeout.exit_code
 
@@ -42,8 +42,8 @@ def watch_object(rt: ResourceType, name: str, namespace: str | None, check: Chec
     Returns False when `timeout` seconds (None: no limit) pass first. A watch that falls
     behind the compacted change log re-reads the object and goes on.
     """
-    from kctl.api.errors import Gone
-    from kctl.api.selectors import parse_field_selector
+    from kctl.machinery.errors import Gone
+    from kctl.machinery.selectors import parse_field_selector
 
     server = connect.api()
     ns = (namespace or "default") if rt.namespaced else None
@@ -150,7 +150,7 @@ def parse_for(text: str) -> Waiter:
 
 
 def _parse_jsonpath(body: str, whole: str) -> JSONPathValue:
-    from kctl.api.errors import BadRequest
+    from kctl.machinery.errors import BadRequest
     from kctl.output.jsonpath import parse_template
     from kctl.output.printers import relaxed_jsonpath
 

@@ -97,7 +97,7 @@ def _debounce_ms(text: str) -> int:
 def _round(number: int, changed: int, files: list[str], recursive: bool, namespace: str | None,
            parent: "ParentRef | None", selector: str | None) -> None:
     """One apply of every file, atomic, with its header; errors printed, never raised."""
-    from kctl.api.errors import APIError
+    from kctl.machinery.errors import APIError
     from kctl.cli.apply import apply_documents, read_documents
     from kctl.manifests.yamlio import ManifestError
 

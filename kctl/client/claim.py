@@ -34,12 +34,12 @@ import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
-from kctl.api.errors import Conflict, NotFound
+from kctl.machinery.errors import Conflict, NotFound
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
-    from kctl.api.resources import ResourceType
-    from kctl.api.selectors import LabelSelector
+    from kctl.apiserver.contract import API
+    from kctl.machinery.resources import ResourceType
+    from kctl.machinery.selectors import LabelSelector
 
 
 def controller_ref(obj: dict) -> dict | None:

@@ -26,12 +26,12 @@ import threading
 import time
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from kctl.api.errors import Gone
+from kctl.machinery.errors import Gone
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
-    from kctl.api.resources import ResourceType
-    from kctl.api.selectors import LabelSelector
+    from kctl.apiserver.contract import API
+    from kctl.machinery.resources import ResourceType
+    from kctl.machinery.selectors import LabelSelector
 
 log = logging.getLogger("kctl.client.informer")
 
@@ -81,7 +81,7 @@ def _revision(obj: dict) -> int:
 def as_label_selector(selector: object) -> "LabelSelector | None":
     """A LabelSelector from what callers hold: a LabelSelector, `-l` text, a metav1.LabelSelector
     object ({"matchLabels": ..., "matchExpressions": ...}) or a plain {label: value} map."""
-    from kctl.api.selectors import LabelSelector, from_label_selector_object, parse_label_selector
+    from kctl.machinery.selectors import LabelSelector, from_label_selector_object, parse_label_selector
 
     if selector is None or isinstance(selector, LabelSelector):
         return selector

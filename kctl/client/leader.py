@@ -43,11 +43,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable
 
-from kctl.api.errors import AlreadyExists, APIError, Conflict, NotFound
-from kctl.api.times import parse_seconds
+from kctl.machinery.errors import AlreadyExists, APIError, Conflict, NotFound
+from kctl.machinery.times import parse_seconds
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
+    from kctl.apiserver.contract import API
 
 log = logging.getLogger("kctl.client.leader")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Callable, TypeVar
 
-from kctl.api.errors import Conflict
+from kctl.machinery.errors import Conflict
 
 T = TypeVar("T")
 

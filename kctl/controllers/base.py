@@ -6,7 +6,7 @@ asks `ctx.informers` for the informers it needs and adds handlers that put keys 
 queue; the manager's workers then call `reconcile(key)`. A key is "namespace/name" for a
 namespaced object and "name" for a cluster-scoped one (`key_of`, `split_key`).
 `owner_key` finds the key of an object's controller owner of one kind. `Recorder`
-writes Events for a controller (kctl.api.events.record, never raises); `DeferredEvents`
+writes Events for a controller (kctl.client.events.record, never raises); `DeferredEvents`
 holds a reconcile pass's Events until the pass ends, and `DeferredEvents.flush_all()`
 (called by the manager when a term ends, e.g. on SIGTERM) records those of passes that
 did not finish, so no Event about a write already made is lost on a clean stop.
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Callable, ClassVar, Iterator, NewType, Protoco
 from kctl.client.claim import controller_ref  # the one definition (client-go's GetControllerOf)
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
+    from kctl.apiserver.contract import API
     from kctl.client.informer import InformerFactory
     from kctl.client.workqueue import WorkQueue
 
@@ -53,7 +53,7 @@ class Recorder:
 
     def event(self, obj: dict, type_: str, reason: str, message: str) -> None:
         """Record (or bump) an Event of `type_` "Normal"/"Warning" about obj. Never raises."""
-        from kctl.api import events
+        from kctl.client import events
 
         events.record(self.api, obj, type=type_, reason=reason, message=message, component=self.component,
                       host=self.host)

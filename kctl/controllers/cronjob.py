@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from kctl.api.errors import AlreadyExists, NotFound
+from kctl.machinery.errors import AlreadyExists, NotFound
 from kctl.controllers.base import DeferredEvents, controller_ref, key_of, owner_key
 from kctl.controllers.job import finished_condition
 from kctl.controllers.replicaset import format_time, parse_time, to_datetime

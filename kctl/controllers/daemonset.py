@@ -39,14 +39,14 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kctl.api.errors import AlreadyExists, APIError, Conflict, NotFound
-from kctl.api.times import parse_time
+from kctl.machinery.errors import AlreadyExists, APIError, Conflict, NotFound
+from kctl.machinery.times import parse_time
 from kctl.client.claim import ClaimIncomplete, ControllerRefManager
 from kctl.client.tolerations import tolerates
 from kctl.controllers.base import clock_now, controller_ref, key_of, owner_key
 
 if TYPE_CHECKING:
-    from kctl.api.selectors import LabelSelector
+    from kctl.machinery.selectors import LabelSelector
     from kctl.client.workqueue import WorkQueue
     from kctl.controllers.base import ControllerContext
 
@@ -316,7 +316,7 @@ class DaemonSetController:
 
     def _enqueue_matching(self, pod: dict) -> None:
         """An orphan pod: the DaemonSets whose selector it matches may adopt it."""
-        from kctl.api.selectors import from_label_selector_object
+        from kctl.machinery.selectors import from_label_selector_object
 
         ns = pod["metadata"].get("namespace")
         labels = pod["metadata"].get("labels") or {}
@@ -346,7 +346,7 @@ class DaemonSetController:
             return None
         if ds["metadata"].get("deletionTimestamp"):
             return None
-        from kctl.api.selectors import from_label_selector_object
+        from kctl.machinery.selectors import from_label_selector_object
 
         try:
             selector = from_label_selector_object((ds.get("spec") or {}).get("selector"))

@@ -39,8 +39,8 @@ import logging
 from dataclasses import dataclass
 from typing import Callable
 
-from kctl.api.errors import AlreadyExists, APIError, Conflict, NotFound
-from kctl.api.selectors import LabelSelector
+from kctl.machinery.errors import AlreadyExists, APIError, Conflict, NotFound
+from kctl.machinery.selectors import LabelSelector
 from kctl.client.claim import ControllerRefManager
 from kctl.controllers.base import key_of
 from kctl.controllers import rollout as ro

@@ -5,7 +5,7 @@ an etcd lease (kube-apiserver's `--event-ttl`, default 1h); kctl's store has no 
 so this controller does it: every Event is queued when it is seen, and its reconcile
 deletes it once its last sighting (lastTimestamp, else eventTime, firstTimestamp or
 creationTimestamp) is older than the TTL, or asks to be called again when it will be.
-An Event bumped by kctl.api.events (count + lastTimestamp) in the meantime gets a new
+An Event bumped by kctl.client.events (count + lastTimestamp) in the meantime gets a new
 lease on life: the delete carries the resourceVersion it judged, so a bump in between
 makes it a Conflict and the Event is judged again.
 """
@@ -17,8 +17,8 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kctl.api.errors import Conflict, NotFound
-from kctl.api.times import parse_time
+from kctl.machinery.errors import Conflict, NotFound
+from kctl.machinery.times import parse_time
 from kctl.controllers.base import clock_now
 
 if TYPE_CHECKING:

@@ -30,8 +30,8 @@ import copy
 import logging
 from typing import TYPE_CHECKING, Any
 
-from kctl.api.errors import Conflict, NotFound
-from kctl.api.resources import ResourceType
+from kctl.machinery.errors import Conflict, NotFound
+from kctl.machinery.resources import ResourceType
 from kctl.client.retry import retry_on_conflict
 
 if TYPE_CHECKING:

@@ -41,7 +41,7 @@ import logging
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from kctl.api.errors import APIError, Conflict, NotFound
+from kctl.machinery.errors import APIError, Conflict, NotFound
 from kctl.controllers.base import DeferredEvents, key_of, owner_key
 from kctl.controllers.replicaset import (controller_ref, format_time, parse_time, pod_active, pod_from_template,
                                         pod_ready, pods_to_delete, slow_start_batches, to_datetime)

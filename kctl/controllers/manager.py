@@ -29,7 +29,7 @@ from kctl.client.workqueue import WorkQueue
 from kctl.controllers.base import Controller, ControllerContext, ControllerSettings, DeferredEvents, Recorder
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
+    from kctl.apiserver.contract import API
 
 log = logging.getLogger("kctl.controllers.manager")
 

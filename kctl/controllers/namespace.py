@@ -19,7 +19,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kctl.api.errors import Conflict, NotFound
+from kctl.machinery.errors import Conflict, NotFound
 
 if TYPE_CHECKING:
     from kctl.client.workqueue import WorkQueue

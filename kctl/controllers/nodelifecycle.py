@@ -53,8 +53,8 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kctl.api.errors import APIError, Conflict, NotFound
-from kctl.api.times import format_time
+from kctl.machinery.errors import APIError, Conflict, NotFound
+from kctl.machinery.times import format_time
 from kctl.controllers.base import clock_now, key_of, split_key
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
-from kctl.api.errors import NotFound
+from kctl.machinery.errors import NotFound
 from kctl.controllers.base import clock_now, key_of
 from kctl.controllers.nodelifecycle import ready_status
 

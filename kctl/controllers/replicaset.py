@@ -34,9 +34,9 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from kctl.api.errors import AlreadyExists, APIError, Conflict, NotFound
-from kctl.api.selectors import LabelSelector, from_label_selector_object
-from kctl.api.times import format_time, parse_time, to_datetime
+from kctl.machinery.errors import AlreadyExists, APIError, Conflict, NotFound
+from kctl.machinery.selectors import LabelSelector, from_label_selector_object
+from kctl.machinery.times import format_time, parse_time, to_datetime
 from kctl.client.claim import ControllerRefManager, owner_reference
 from kctl.client.retry import retry_on_conflict
 from kctl.controllers.base import DeferredEvents, controller_ref, key_of, owner_key

@@ -37,8 +37,8 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kctl.api.errors import Conflict, NotFound
-from kctl.api.times import format_time, parse_time
+from kctl.machinery.errors import Conflict, NotFound
+from kctl.machinery.times import format_time, parse_time
 from kctl.client.tolerations import tolerates
 from kctl.controllers.base import clock_now, key_of
 from kctl.controllers.nodelifecycle import TAINT_NOT_READY, TAINT_UNREACHABLE

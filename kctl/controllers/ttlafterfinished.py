@@ -17,8 +17,8 @@ import datetime as dt
 import logging
 from typing import TYPE_CHECKING
 
-from kctl.api.errors import Conflict, NotFound
-from kctl.api.times import parse_time
+from kctl.machinery.errors import Conflict, NotFound
+from kctl.machinery.times import parse_time
 from kctl.controllers.base import clock_now, key_of, split_key
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from kctl.daemon.controllers import new_controllers
 from kctl.daemon.settings import DaemonSettings
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
+    from kctl.apiserver.contract import API
 
 log = logging.getLogger("kctl.controlplane")
 

@@ -29,7 +29,7 @@ from kctl.daemon.localpodman import (LocalServices, NoLocalPodman, choose_local_
 from kctl.daemon.settings import DaemonSettings
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
+    from kctl.apiserver.contract import API
 
 log = logging.getLogger("kctl.daemon")
 

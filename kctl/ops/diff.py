@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
-    from kctl.api.resources import ResourceType
+    from kctl.apiserver.contract import API
+    from kctl.machinery.resources import ResourceType
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class DiffEntry:
     """One object's outcome: its unified-diff lines (none: no change), or the API's error for its document."""
 
     document: Any = None  # the kctl.manifests.sources.Document (None for an object a prune would delete)
-    error: Any = None  # the kctl.api.errors.APIError the dry run gave this document
+    error: Any = None  # the kctl.machinery.errors.APIError the dry run gave this document
     lines: list[str] = field(default_factory=list)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Optional
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
+    from kctl.apiserver.contract import API
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 DAEMONSET_FATAL = "DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"
@@ -166,7 +166,7 @@ def evict_and_wait(server: API, verdicts: list[PodVerdict], *, grace_period: Opt
 
     `on_evicting` gets `namespace/name` before each delete; `on_evicted` gets a pod's name once it is gone.
     """
-    from kctl.api.errors import Gone, NotFound
+    from kctl.machinery.errors import Gone, NotFound
 
     pods_rt = server.resource("pods")
     pending: dict[tuple[str, str], str] = {}
@@ -229,7 +229,7 @@ def set_unschedulable(server: API, name: str, unschedulable: bool, *, dry_run: b
 
 def pods_on_node(server: API, name: str) -> list[dict]:
     """The pods bound to Node `name`, by namespace and name."""
-    from kctl.api.selectors import parse_field_selector
+    from kctl.machinery.selectors import parse_field_selector
 
     pods, _ = server.list(server.resource("pods"),
                           field_selector=parse_field_selector(f"spec.nodeName={name}", kind="Pod"))
@@ -238,7 +238,7 @@ def pods_on_node(server: API, name: str) -> list[dict]:
 
 def daemonset_lookup(server: API) -> DaemonSetExists:
     """A DaemonSetExists that asks `server`."""
-    from kctl.api.errors import NotFound
+    from kctl.machinery.errors import NotFound
 
     ds_rt = server.resource("daemonsets")
 

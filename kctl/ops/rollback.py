@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
-    from kctl.api.resources import ResourceType
+    from kctl.apiserver.contract import API
+    from kctl.machinery.resources import ResourceType
 
 REVISION = "deployment.kubernetes.io/revision"
 HASH_LABEL = "pod-template-hash"
@@ -104,7 +104,7 @@ def rollback(server: API, rt: ResourceType, deployment: dict, *, to_revision: in
     `dry_run` is kubectl's: "client" writes nothing, "server" sends a dry-run update.
     A Conflict re-reads the Deployment and tries again (ATTEMPTS in all).
     """
-    from kctl.api.errors import Conflict
+    from kctl.machinery.errors import Conflict
 
     obj = deployment
     for attempt in range(ATTEMPTS):

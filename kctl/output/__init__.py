@@ -3,7 +3,7 @@
 A library package the CLI (`get`, `describe`, `wait --for=jsonpath`, `diff`) calls: `printers`
 (tables and -o yaml/json/name/jsonpath/custom-columns/go-template), `describe`, `jsonpath`
 (kubectl's JSONPath templates), `gotemplate` (Go's text/template) and `keyorder` (kubectl's
-sorted keys). It uses the store level's resource types and errors (kctl.api.resources,
-kctl.api.errors) and kctl.manifests' YAML/JSON writers. Nothing is imported here, so a command
+sorted keys). It uses the store level's resource types and errors (kctl.machinery.resources,
+kctl.machinery.errors) and kctl.manifests' YAML/JSON writers. Nothing is imported here, so a command
 loads only the modules it prints with.
 """

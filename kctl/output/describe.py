@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Iterable
 
-from kctl.api.resources import ResourceType
+from kctl.machinery.resources import ResourceType
 from kctl.output.jsonpath import go_sprint
 from kctl.output.printers import age, format_label_selector, node_roles, parse_time
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from kctl.api.errors import ClientSideError
+from kctl.machinery.errors import ClientSideError
 
 __all__ = ["Template", "parse_template", "render", "format_value", "go_sprint"]
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Iterable, TextIO
 
-from kctl.api.errors import ClientSideError
-from kctl.api.resources import BUILTIN, ResourceType
-from kctl.api.times import parse_time
+from kctl.machinery.errors import ClientSideError
+from kctl.machinery.resources import BUILTIN, ResourceType
+from kctl.machinery.times import parse_time
 
 __all__ = ["OutputFormat", "parse_output", "print_objects", "age", "human_duration", "parse_time",
            "format_labels", "format_label_selector", "node_roles", "node_status", "PrinterColumn", "crd_columns",
@@ -551,7 +551,7 @@ def _capacity(capacity: dict) -> str:
     """A node's capacity in one column: `2 cpu, 23.4Gi` (kctl's addition to kubectl's wide view)."""
     if not capacity:
         return "<unknown>"
-    from kctl.api.quantity import parse_quantity
+    from kctl.machinery.quantity import parse_quantity
 
     parts = []
     if capacity.get("cpu"):
@@ -750,7 +750,7 @@ def _sort_less(a: object, b: object, field: str) -> bool:
             and not isinstance(b, bool):
         return a < b
     if isinstance(a, str) and isinstance(b, str):
-        from kctl.api.quantity import parse_quantity
+        from kctl.machinery.quantity import parse_quantity
 
         try:
             qa, qb = parse_quantity(a), parse_quantity(b)

@@ -27,13 +27,13 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from kctl.api import events
-from kctl.api.errors import APIError, Conflict, NotFound
+from kctl.client import events
+from kctl.machinery.errors import APIError, Conflict, NotFound
 from kctl.scheduler.framework import CycleState, Framework, Status
 from kctl.scheduler.queue import QueuedPodInfo
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
+    from kctl.apiserver.contract import API
 
 log = logging.getLogger("kctl.scheduler.binder")
 

@@ -3,7 +3,7 @@
 kctl.scheduler.scheduler.Scheduler uses it when it is built without informers (tests,
 benchmarks, or a daemon without the controller manager's InformerFactory). It calls the
 same handlers an informer would (on_add, on_update(old, new), on_delete), lists first,
-then follows the API's watch of every kind (kctl.api.contract); on Gone (the change log
+then follows the API's watch of every kind (kctl.apiserver.contract); on Gone (the change log
 was compacted past it) it lists again and reports the differences, as client-go's
 reflector does.
 """
@@ -15,10 +15,10 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from kctl.api.errors import Gone
+from kctl.machinery.errors import Gone
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
+    from kctl.apiserver.contract import API
 
 log = logging.getLogger("kctl.scheduler.feed")
 

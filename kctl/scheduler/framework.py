@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 from kctl.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
+    from kctl.apiserver.contract import API
 
 log = logging.getLogger("kctl.scheduler")
 

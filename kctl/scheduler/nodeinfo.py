@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import NewType
 
-from kctl.api.quantity import parse_quantity
+from kctl.machinery.quantity import parse_quantity
 
 PodKey = NewType("PodKey", str)  # "namespace/name"
 NodeName = NewType("NodeName", str)

@@ -40,7 +40,7 @@ from kctl.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot, pod_key
 from kctl.scheduler.queue import QueuedPodInfo, SchedulingQueue
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
+    from kctl.apiserver.contract import API
 
 log = logging.getLogger("kctl.scheduler")
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from kctl.controllers.base import clock_now, key_of
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
+    from kctl.apiserver.contract import API
     from kctl.client.workqueue import WorkQueue
     from kctl.controllers.base import ControllerContext
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
-    from kctl.api.resources import ResourceType
+    from kctl.apiserver.contract import API
+    from kctl.machinery.resources import ResourceType
 
 #: label on every object a source applied: "<namespace>.<name>" of the GitSource
 SOURCE_LABEL = "kctl.io/sync-source"

@@ -15,7 +15,7 @@ kustomize v5 where it can, checked against `kubectl kustomize`:
   `namePrefix`, `nameSuffix`, `commonLabels`/`labels`, `commonAnnotations`,
   `patchesJson6902`, `replicas`, `images`.
 
-Strategic merge uses kctl.api.patch with the kind's schema; JSON patches use the jsonpatch
+Strategic merge uses kctl.machinery.patch with the kind's schema; JSON patches use the jsonpatch
 library through the same module. Any other field, or a value of the wrong type, is a
 RenderError naming the kustomization file, the line of the field and the field.
 """
@@ -267,7 +267,7 @@ class _Builder:
     """Builds kustomizations within one checkout."""
 
     def __init__(self, root: Path) -> None:
-        from kctl.api.resources import BUILTIN
+        from kctl.machinery.resources import BUILTIN
 
         self.root = root
         self.cluster_kinds = set(_OTHER_CLUSTER_KINDS) | {(rt.group, rt.kind) for rt in BUILTIN
@@ -539,9 +539,9 @@ class _Builder:
     def _strategic(self, spec: _Spec, name: str, resource: _Resource, patch: dict, *,
                    keep_name: bool) -> _Resource | None:
         """`patch` merged into the resource (None when it says `$patch: delete`)."""
-        from kctl.api.errors import APIError
-        from kctl.api.patch import strategic_merge_patch
-        from kctl.api.schemas import load
+        from kctl.machinery.errors import APIError
+        from kctl.machinery.patch import strategic_merge_patch
+        from kctl.machinery.schemas import load
 
         if patch.get("$patch") == "delete":
             return None
@@ -565,8 +565,8 @@ class _Builder:
 
     def _json_patch(self, spec: _Spec, name: str, resource: _Resource, ops: list, allow_name: bool,
                     allow_kind: bool) -> _Resource:
-        from kctl.api.errors import APIError
-        from kctl.api.patch import json_patch
+        from kctl.machinery.errors import APIError
+        from kctl.machinery.patch import json_patch
 
         try:
             patched = json_patch(resource.obj, copy.deepcopy(ops))  # no value shared between targets
@@ -610,8 +610,8 @@ class _Builder:
 
     def _selector(self, spec: _Spec, name: str, target: Any, *, exact_name: bool) -> Callable[[_Resource], bool]:
         """A predicate from a patch target (group, version, kind, name, namespace, selectors)."""
-        from kctl.api.errors import APIError
-        from kctl.api.selectors import parse_label_selector
+        from kctl.machinery.errors import APIError
+        from kctl.machinery.selectors import parse_label_selector
 
         spec.check(target, name, dict)
         spec.known_keys(target, name, ("group", "version", "kind", "name", "namespace", "labelSelector",

@@ -44,17 +44,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kctl.api.errors import APIError, Conflict, NotFound
-from kctl.api.times import format_time
+from kctl.machinery.errors import APIError, Conflict, NotFound
+from kctl.machinery.times import format_time
 from kctl.sync.inventory import (PRUNE_FINALIZER, REVISION_ANNOTATION, SOURCE_LABEL, Entry, ObjectKey,
                                  annotations_of, group_kind_of, inventory_of, key_of_object, owner_of, prune_candidates,
                                  prune_share_exceeded, source_label_value, still_owned, sync_disabled,
                                  unchanged_since_apply)
 
 if TYPE_CHECKING:
-    from kctl.api.apiserver import WriteResult
-    from kctl.api.contract import API
-    from kctl.api.resources import ResourceType
+    from kctl.apiserver.contract import WriteResult
+    from kctl.apiserver.contract import API
+    from kctl.machinery.resources import ResourceType
     from kctl.sync.render import Rendered
 
 RESOURCE = "gitsources"
@@ -92,7 +92,7 @@ class SourceSpec:
 
     @classmethod
     def of(cls, source: dict) -> "SourceSpec":
-        from kctl.api.times import parse_duration  # Go durations ("1m30s"), as kubectl reads them
+        from kctl.machinery.times import parse_duration  # Go durations ("1m30s"), as kubectl reads them
 
         spec = source.get("spec") or {}
         namespace = (source.get("metadata") or {}).get("namespace") or "default"
@@ -496,7 +496,7 @@ class _Reconcile:
 
     def _stamp(self, desired: _Desired, revision: str) -> None:
         """Annotate the revision, keeping the older one on an object this revision does not change."""
-        from kctl.api.apply import applied_object, unchanged_by_apply
+        from kctl.machinery.apply import applied_object, unchanged_by_apply
 
         meta = desired.obj["metadata"]
         old = annotations_of(desired.live).get(REVISION_ANNOTATION)

@@ -29,10 +29,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from kctl.api.errors import AlreadyExists, APIError, Conflict, NotFound
+from kctl.machinery.errors import AlreadyExists, APIError, Conflict, NotFound
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
+    from kctl.apiserver.contract import API
     from kctl.client.informer import Informer
 
 log = logging.getLogger("kctl.testing.fake_kubelet")

@@ -40,8 +40,8 @@ def kctl(store_path, capsys, monkeypatch):
 @pytest.fixture
 def server(store_path):
     """A second client of the CLI's store: the 'controller' side of a test."""
-    from kctl.api.apiserver import APIServer
-    from kctl.api.store import Store
+    from kctl.apiserver.server import APIServer
+    from kctl.store.sqlite import Store
 
     store_path.parent.mkdir(parents=True, exist_ok=True)
     s = Store(store_path)
@@ -52,7 +52,7 @@ def server(store_path):
 @pytest.fixture
 def watching(monkeypatch):
     """An Event set when the command under test starts its API watch."""
-    from kctl.api.apiserver import APIServer
+    from kctl.apiserver.server import APIServer
 
     started = threading.Event()
     original = APIServer.watch

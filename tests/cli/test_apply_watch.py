@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from kctl.api.apiserver import APIServer
-from kctl.api.store import Store
+from kctl.apiserver.server import APIServer
+from kctl.store.sqlite import Store
 
 
 def configmap(name: str, value: str) -> str:
@@ -100,7 +100,7 @@ def api(tmp_path):
 
 
 def value_of(api: APIServer, name: str):
-    from kctl.api.errors import NotFound
+    from kctl.machinery.errors import NotFound
 
     try:
         return api.get(api.resource("configmaps"), name, namespace="default")["data"]["value"]

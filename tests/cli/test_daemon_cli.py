@@ -357,9 +357,9 @@ def _poll(check, *, what: str, timeout: float = 60.0):
 def test_daemon_hands_over_without_waiting(tmp_path):
     """SIGTERM releases the leader Lease with every Event recorded; a daemon restarted after kill -9
     on the same host and store takes its own Lease back at once: controllers act within 3 s."""
-    from kctl.api.apiserver import APIServer
-    from kctl.api.errors import NotFound
-    from kctl.api.store import Store
+    from kctl.apiserver.server import APIServer
+    from kctl.machinery.errors import NotFound
+    from kctl.store.sqlite import Store
 
     store_file = tmp_path / "kctl.db"
     store = Store(store_file)

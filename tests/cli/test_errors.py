@@ -52,8 +52,8 @@ def test_missing_file_is_a_client_error(kctl, tmp_path):
 
 def test_client_side_error_crosses_the_wire():
     """A client-side error raised by a control host (kctl serve) keeps its class, so it still prints `error:`."""
-    from kctl.api import wire
-    from kctl.api.errors import BadRequest, ClientSideError
+    from kctl.apiserver import wire
+    from kctl.machinery.errors import BadRequest, ClientSideError
     from kctl.cli.main import error_line
 
     error = wire.decode_error(wire.encode_error(ClientSideError('the server doesn\'t have a resource type "x"')))

@@ -163,8 +163,8 @@ def test_normalise_rewrites(argv, expected):
     (".5s", 0.5), ("1h2m3s", 3723.0),
 ], ids=lambda v: str(v))
 def test_parse_duration(text, seconds):
-    """kctl.api.times.parse_duration reads Go durations (and bare seconds) as seconds."""
-    from kctl.api.times import parse_duration
+    """kctl.machinery.times.parse_duration reads Go durations (and bare seconds) as seconds."""
+    from kctl.machinery.times import parse_duration
 
     assert parse_duration(text) == pytest.approx(seconds)
 
@@ -172,7 +172,7 @@ def test_parse_duration(text, seconds):
 @pytest.mark.parametrize("text", ["", "-", "abc", "1x", "1s2", "--1s", "1 s", "1d"], ids=repr)
 def test_parse_duration_refuses(text):
     """A text that is no Go duration is a ValueError with Go's wording."""
-    from kctl.api.times import parse_duration
+    from kctl.machinery.times import parse_duration
 
     with pytest.raises(ValueError, match="time: invalid duration"):
         parse_duration(text)

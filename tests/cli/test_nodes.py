@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from kctl.api.errors import NotFound
+from kctl.machinery.errors import NotFound
 from kctl.cli.nodes import DrainOptions, pods_for_deletion
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kctl.api.apiserver import APIServer
-from kctl.api.store import Store
+from kctl.apiserver.server import APIServer
+from kctl.store.sqlite import Store
 
 SECRET_VALUE = "s3cr3t-hunter2"
 
@@ -69,7 +69,7 @@ def api(run):
 
 
 def exists(api: APIServer, kind: str, name: str, namespace: str | None = "default") -> bool:
-    from kctl.api.errors import NotFound
+    from kctl.machinery.errors import NotFound
 
     try:
         obj = api.get(api.resource(kind), name, namespace=namespace)

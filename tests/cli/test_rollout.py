@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from kctl.api.apiserver import APIServer
+from kctl.apiserver.server import APIServer
 from kctl.cli.rollout import daemonset_status, deployment_status
 
 DEPLOY = """\

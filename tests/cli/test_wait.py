@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from kctl.api.apiserver import APIServer
+from kctl.apiserver.server import APIServer
 from kctl.cli.wait import Condition, Deleted, JSONPathValue, parse_for
 
 POD = """\

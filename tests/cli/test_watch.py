@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from kctl.api.apiserver import APIServer
-from kctl.api.store import Store
+from kctl.apiserver.server import APIServer
+from kctl.store.sqlite import Store
 
 
 @pytest.fixture

@@ -33,9 +33,9 @@ import pytest
 
 from integration.agent.conftest import Daemon, wait_for
 from integration.conftest import podman_service  # noqa: F401 - the control host's Podman (image source)
-from kctl.api.apiserver import APIServer
-from kctl.api.errors import NotFound
-from kctl.api.store import Store
+from kctl.apiserver.server import APIServer
+from kctl.machinery.errors import NotFound
+from kctl.store.sqlite import Store
 from kctl.runtime.interface import LABEL_CONTAINER, ContainerState
 from kctl.runtime.podman import PodmanRuntime
 from kctl.testing.testbed import Host, TestBed, TestBedError

@@ -20,7 +20,7 @@ from typing import Iterator
 
 import pytest
 
-from kctl.api.errors import NotFound
+from kctl.machinery.errors import NotFound
 from kctl.runtime.interface import LABEL_POD_NAME
 
 from .conftest import Cluster, namespace_of_test, running_cluster

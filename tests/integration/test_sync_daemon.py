@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from kctl.api.errors import NotFound
+from kctl.machinery.errors import NotFound
 from kctl.runtime.interface import LABEL_MANAGED
 from kctl.testing.gitrepo import GitRepo, deployment
 

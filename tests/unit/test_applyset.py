@@ -54,8 +54,8 @@ def test_label_members_sets_part_of_and_refuses_another_set():
 
 @pytest.fixture
 def api(tmp_path):
-    from kctl.api.apiserver import APIServer
-    from kctl.api.store import Store
+    from kctl.apiserver.server import APIServer
+    from kctl.store.sqlite import Store
 
     store = Store(tmp_path / "kctl.db")
     yield APIServer(store, user="test")

@@ -77,9 +77,13 @@ def test_a_private_import_across_packages_is_found(tmp_path: Path) -> None:
     ("kctl/manifests/__init__.py", "import kctl.output.keyorder", "kctl.manifests", "kctl.output.keyorder"),
     ("kctl/output/__init__.py", "import kctl.runtime.interface", "kctl.output", "kctl.runtime.interface"),
     ("kctl/scheduler/__init__.py", "import kctl.controllers.base", "kctl.scheduler", "kctl.controllers.base"),
-    ("kctl/api/__init__.py", "import kctl.client.workqueue", "kctl.api", "kctl.client.workqueue"),
+    ("kctl/apiserver/__init__.py", "import kctl.client.workqueue", "kctl.apiserver", "kctl.client.workqueue"),
+    ("kctl/store/__init__.py", "import kctl.admission.chain", "kctl.store", "kctl.admission.chain"),
+    ("kctl/admission/__init__.py", "import kctl.apiserver.server", "kctl.admission", "kctl.apiserver.server"),
+    ("kctl/machinery/__init__.py", "import kctl.output.printers", "kctl.machinery", "kctl.output.printers"),
 ], ids=["daemon-to-cli", "sync-to-cli", "controllers-to-sync", "manifests-to-output", "output-to-runtime",
-        "sibling-reconcilers", "api-to-client"])
+        "sibling-reconcilers", "apiserver-to-client", "store-to-admission", "admission-to-apiserver",
+        "machinery-to-output"])
 def test_an_upward_import_breaks_the_contract(tree_copy: Path, module: str, planted: str, importer: str,
                                               imported: str) -> None:
     """An import of a higher layer (or of an independent sibling) fails the check and names the import."""

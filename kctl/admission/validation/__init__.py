@@ -16,7 +16,7 @@ The package, one idea a module:
 - crd.py: what a CustomResourceDefinition must satisfy beyond its schema (`validate_crd`);
 - fields.py: field paths and FieldErrors as kubectl prints them.
 
-Turning a stored CRD into ResourceTypes is the API layer's (kctl.api.crd.crd_resource_types).
+Turning a stored CRD into ResourceTypes is the API layer's (kctl.machinery.crd.crd_resource_types).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from collections.abc import Iterable
 from kctl.admission.validation.crd import validate_crd
 from kctl.admission.validation.kinds import KIND_CHECKS, metadata_errors
 from kctl.admission.validation.schema import schema_errors
-from kctl.api.errors import FieldError
-from kctl.api.resources import ResourceType
+from kctl.machinery.errors import FieldError
+from kctl.machinery.resources import ResourceType
 
 __all__ = ["validate", "validate_crd"]
 

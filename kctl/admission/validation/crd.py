@@ -3,7 +3,7 @@
 Names, versions, exactly one storage version, and each version's openAPIV3Schema (which
 must convert to a valid JSON Schema). Called by the per-kind checks (kinds.py) for
 CustomResourceDefinition objects. Turning a stored CRD into ResourceTypes is
-kctl.api.crd's `crd_resource_types`.
+kctl.machinery.crd's `crd_resource_types`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from kctl.admission.validation.fields import (Path, dig, invalid_value, join_pat
                                               unsupported_value)
 from kctl.admission.validation.names import (DNS1035_LABEL, dns1123_label_problems, dns1123_subdomain_problems,
                                              name_errors)
-from kctl.api import schemas
-from kctl.api.errors import FieldError
+from kctl.machinery import schemas
+from kctl.machinery.errors import FieldError
 
 
 def validate_crd(crd: dict) -> list[FieldError]:

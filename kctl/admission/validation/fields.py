@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from kctl.api.errors import FieldError
+from kctl.machinery.errors import FieldError
 
 Path = tuple[str | int, ...]
 

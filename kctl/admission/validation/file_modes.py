@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kctl.admission.validation.fields import Path, dig, invalid_value
-from kctl.api.errors import FieldError
+from kctl.machinery.errors import FieldError
 
 
 FILE_MODE_MESSAGE = "must be a number between 0 and 0777 (octal), both inclusive"

@@ -20,8 +20,8 @@ from kctl.admission.validation.names import (annotations_errors, dns1035_label_p
                                              dns1123_subdomain_problems, labels_errors, name_errors,
                                              port_name_problems, selector_errors, selector_matches)
 from kctl.admission.validation.podspec import PROTOCOLS, pod_spec_errors, port_number_errors
-from kctl.api.errors import FieldError
-from kctl.api.resources import ResourceType
+from kctl.machinery.errors import FieldError
+from kctl.machinery.resources import ResourceType
 
 
 _CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")

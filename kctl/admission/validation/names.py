@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kctl.admission.validation.fields import Path, invalid_value, join_path, required_value, unsupported_value
-from kctl.api.errors import FieldError
+from kctl.machinery.errors import FieldError
 
 
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")

@@ -12,8 +12,8 @@ from kctl.admission.validation.fields import (Path, dig, invalid_value, join_pat
                                               unsupported_value)
 from kctl.admission.validation.file_modes import file_mode_errors
 from kctl.admission.validation.names import dns1123_label_problems, name_errors, port_name_problems
-from kctl.api.errors import FieldError
-from kctl.api.quantity import is_quantity, parse_quantity
+from kctl.machinery.errors import FieldError
+from kctl.machinery.quantity import is_quantity, parse_quantity
 
 
 PROTOCOLS = ("SCTP", "TCP", "UDP")

@@ -2,7 +2,7 @@
 
 `schema_errors(obj, rt)` is called by `kctl.admission.validation.validate` first; its
 errors come alone (an object that does not decode is not checked further). The kind's
-schema (kctl.api.schemas.load) is checked by jsonschema's Draft202012Validator with a
+schema (kctl.machinery.schemas.load) is checked by jsonschema's Draft202012Validator with a
 "quantity" format checker. jsonschema is thorough but slow (about 1 ms for a
 Deployment), so each schema is also compiled here into plain Python predicates that
 answer "valid or not" in a tenth of that; jsonschema only runs when that answer is
@@ -19,10 +19,10 @@ from typing import Any
 
 from kctl.admission.validation.fields import (Path, invalid_value, join_path, required_value, show_value,
                                               unsupported_value)
-from kctl.api import schemas
-from kctl.api.errors import FieldError
-from kctl.api.quantity import is_quantity
-from kctl.api.resources import ResourceType
+from kctl.machinery import schemas
+from kctl.machinery.errors import FieldError
+from kctl.machinery.quantity import is_quantity
+from kctl.machinery.resources import ResourceType
 
 
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"

@@ -8,7 +8,7 @@ plugins.registry; needs the handle's API.
 
 from __future__ import annotations
 
-from kctl.api.apiserver import Binding
+from kctl.apiserver.contract import Binding
 from kctl.scheduler.framework import Code, CycleState, Handle, Status, error
 from kctl.scheduler.nodeinfo import PodInfo
 

@@ -129,8 +129,8 @@ class DefaultPreemption:
         api = self.handle.api
         if api is None:
             return
-        from kctl.api import events
-        from kctl.api.errors import APIError, NotFound
+        from kctl.client import events
+        from kctl.machinery.errors import APIError, NotFound
 
         pods = api.resource("pods")
         for victim in candidate.victims:

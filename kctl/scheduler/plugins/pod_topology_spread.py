@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from kctl.api.errors import Invalid
-from kctl.api.selectors import LabelSelector, Operator, Requirement, from_label_selector_object
+from kctl.machinery.errors import Invalid
+from kctl.machinery.selectors import LabelSelector, Operator, Requirement, from_label_selector_object
 from kctl.scheduler.framework import (MAX_NODE_SCORE, SKIP, ClusterEvent, CycleState, Handle, PreFilterResult,
                                       Status, unschedulable)
 from kctl.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot

@@ -21,9 +21,9 @@ from typing import Callable, Iterator
 
 import pytest
 
-from kctl.api.apiserver import APIServer
-from kctl.api.errors import NotFound
-from kctl.api.store import Store
+from kctl.apiserver.server import APIServer
+from kctl.machinery.errors import NotFound
+from kctl.store.sqlite import Store
 
 NODE = "it-node"
 WAIT = 60.0  # seconds any one condition may take before a test fails

@@ -11,7 +11,7 @@ import contextlib
 
 import pytest
 
-from kctl.api.errors import APIError, NotFound
+from kctl.machinery.errors import APIError, NotFound
 from kctl.runtime.interface import LABEL_MANAGED, LABEL_POD_UID, RuntimeError_
 
 from .conftest import NODE, wait_for
@@ -61,7 +61,7 @@ def output(runtime, pod_uid: str) -> str:
 
 def update_template(api, script: str) -> None:
     """Change the DaemonSet's container command (retrying when the controller's status write got there first)."""
-    from kctl.api.errors import Conflict
+    from kctl.machinery.errors import Conflict
 
     for _ in range(20):
         current = api.get(api.resource("daemonsets"), "agent", namespace=NAMESPACE)

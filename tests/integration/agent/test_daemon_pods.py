@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from kctl.api.errors import NotFound
+from kctl.machinery.errors import NotFound
 from kctl.runtime.interface import LABEL_MANAGED, LABEL_POD_NAME, LABEL_POD_UID
 
 from .conftest import NODE, wait_for

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from kctl.api.errors import NotFound
+from kctl.machinery.errors import NotFound
 from kctl.runtime.interface import LABEL_MANAGED
 
 from .conftest import Daemon, wait_for

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from kctl.admission import defaults, validation
-from kctl.api.apiserver import APIServer
-from kctl.api.errors import Invalid
-from kctl.api.resources import builtin_registry
-from kctl.api.store import Store
+from kctl.apiserver.server import APIServer
+from kctl.machinery.errors import Invalid
+from kctl.machinery.resources import builtin_registry
+from kctl.store.sqlite import Store
 
 REGISTRY = builtin_registry()
 UID = "0b6e5c1a-1111-4222-8333-944455556666"

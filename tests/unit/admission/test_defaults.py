@@ -8,7 +8,7 @@ import time
 import pytest
 
 from kctl.admission.defaults import apply_defaults
-from kctl.api.resources import builtin_registry
+from kctl.machinery.resources import builtin_registry
 
 REGISTRY = builtin_registry()
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kctl.admission.explain import explain
-from kctl.api.crd import crd_resource_types
-from kctl.api.errors import BadRequest
-from kctl.api.resources import builtin_registry
+from kctl.machinery.crd import crd_resource_types
+from kctl.machinery.errors import BadRequest
+from kctl.machinery.resources import builtin_registry
 
 REGISTRY = builtin_registry()
 

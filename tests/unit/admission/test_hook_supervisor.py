@@ -20,8 +20,8 @@ import pytest
 from kctl.admission import hook_supervisor
 from kctl.admission.defaults import apply_defaults
 from kctl.admission.hooks import AdmissionRequest, run_validating
-from kctl.api.errors import Forbidden
-from kctl.api.resources import builtin_registry
+from kctl.machinery.errors import Forbidden
+from kctl.machinery.resources import builtin_registry
 
 REGISTRY = builtin_registry()
 GONE_DEADLINE_SECONDS = 10.0

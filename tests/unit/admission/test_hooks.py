@@ -18,8 +18,8 @@ from kctl.admission import hooks
 from kctl.admission.defaults import apply_defaults
 from kctl.admission.hooks import (AdmissionRequest, matches, run_mutating, run_mutating_hooks,
                                   run_validating, run_validating_hooks)
-from kctl.api.errors import Forbidden
-from kctl.api.resources import builtin_registry
+from kctl.machinery.errors import Forbidden
+from kctl.machinery.resources import builtin_registry
 
 REGISTRY = builtin_registry()
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "hooks"

@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from kctl.admission.podsecurity import ENFORCE_LABEL, check, level_for
-from kctl.api.resources import builtin_registry
+from kctl.machinery.resources import builtin_registry
 
 REGISTRY = builtin_registry()
 PRIVILEGED = {ENFORCE_LABEL: "privileged"}

@@ -18,7 +18,7 @@ import pytest
 from kctl.agent import agent as agent_mod
 from kctl.agent.agent import NodeAgent, NodeAgentSupervisor, references, status_differs
 from kctl.agent.node import rfc3339
-from kctl.api.errors import Gone
+from kctl.machinery.errors import Gone
 from kctl.runtime.interface import HostInfo
 
 NODE = "n1"
@@ -161,7 +161,7 @@ def pod(name: str, node: str | None = NODE, **spec) -> dict:
 
 
 def get_pod(api, name: str) -> dict | None:
-    from kctl.api.errors import NotFound
+    from kctl.machinery.errors import NotFound
 
     try:
         return api.get(api.resource("pods"), name, namespace="default")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kctl.agent import node as nodes
-from kctl.api.errors import Conflict
+from kctl.machinery.errors import Conflict
 from kctl.runtime.hostprobe import HostCheck
 from kctl.runtime.interface import HostInfo
 

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from kctl.api.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Invalid, NotFound
+from kctl.machinery.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Invalid, NotFound
 
 
 def cm(name="c1", ns=None, **data):
@@ -263,7 +263,7 @@ def test_status_write_during_grace_keeps_the_pod(api):
 
 def test_label_and_field_selectors(api):
     """list filters by label selector and by the supported field selectors."""
-    from kctl.api.selectors import parse_field_selector, parse_label_selector
+    from kctl.machinery.selectors import parse_field_selector, parse_label_selector
 
     api.create(pod("a", labels={"app": "x", "tier": "web"}))
     api.create(pod("b", labels={"app": "y"}))
@@ -279,7 +279,7 @@ def test_label_and_field_selectors(api):
 
 def test_watch_reports_objects_leaving_the_selector(api):
     """A watcher with a selector sees DELETED when an object stops matching."""
-    from kctl.api.selectors import parse_label_selector
+    from kctl.machinery.selectors import parse_label_selector
 
     first = api.create(pod("a", labels={"app": "x"}))
     rev = int(first["metadata"]["resourceVersion"])

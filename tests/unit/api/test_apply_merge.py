@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from kctl.api import schemas
-from kctl.api.apply import (
+from kctl.machinery import schemas
+from kctl.machinery.apply import (
     LAST_APPLIED,
     applied_object,
     apply_patch,
@@ -16,8 +16,8 @@ from kctl.api.apply import (
     last_applied_of,
     three_way_patch,
 )
-from kctl.api.patch import strategic_merge_patch
-from kctl.api.resources import builtin_registry
+from kctl.machinery.patch import strategic_merge_patch
+from kctl.machinery.resources import builtin_registry
 
 REGISTRY = builtin_registry()
 POD = schemas.load(REGISTRY.lookup("pod"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kctl.api.errors import Conflict
+from kctl.machinery.errors import Conflict
 
 
 def _cm(data: dict, rv: str | None = None) -> dict:

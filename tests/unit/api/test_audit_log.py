@@ -1,4 +1,4 @@
-"""The audit log (kctl.api.audit): one Metadata-level event per answered write, no object data."""
+"""The audit log (kctl.apiserver.audit): one Metadata-level event per answered write, no object data."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import threading
 
 import pytest
 
-from kctl.api import audit
-from kctl.api.apiserver import APIServer
-from kctl.api.errors import AlreadyExists, Conflict, Forbidden, Invalid
-from kctl.api.store import Store
+from kctl.apiserver import audit
+from kctl.apiserver.server import APIServer
+from kctl.machinery.errors import AlreadyExists, Conflict, Forbidden, Invalid
+from kctl.store.sqlite import Store
 
 PLAIN = "correct-horse-battery-staple"
 ENCODED = base64.b64encode(PLAIN.encode()).decode()
@@ -268,8 +268,8 @@ def test_served_requests_record_the_server_user_and_client(store, tmp_path):
     """Through kctl serve: the server's user (the SSH login), the client's own name."""
     import socket
 
-    from kctl.api import serve
-    from kctl.api.remote import RemoteAPIServer
+    from kctl.apiserver import serve
+    from kctl.apiserver.remote import RemoteAPIServer
 
     served = APIServer(store, user="sshuser", warn=serve.warn)
     a, b = socket.socketpair()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kctl.api.apiserver import Binding
-from kctl.api.errors import Conflict, NotFound
+from kctl.apiserver.contract import Binding
+from kctl.machinery.errors import Conflict, NotFound
 
 
 def make_pod(api, name: str, **spec) -> dict:

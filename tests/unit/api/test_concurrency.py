@@ -7,8 +7,8 @@ import os
 import subprocess
 import sys
 
-from kctl.api.apiserver import APIServer
-from kctl.api.store import Store
+from kctl.apiserver.server import APIServer
+from kctl.store.sqlite import Store
 
 WORKERS = 4
 ROUNDS = 40

@@ -1,9 +1,9 @@
-"""The API contract (kctl.api.contract.API): both API forms implement it, and its new operations behave.
+"""The API contract (kctl.apiserver.contract.API): both API forms implement it, and its new operations behave.
 
 APIServer and RemoteAPIServer must have every member of the Protocol with a compatible
 signature; the operations clients used to reach around the API for (find, get_by_uid,
 revision, namespace_of, schema_of, update_status_all, the store's administration) answer
-alike in process and over the wire (kctl.api.serve on a socketpair).
+alike in process and over the wire (kctl.apiserver.serve on a socketpair).
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import threading
 
 import pytest
 
-from kctl.api import serve
-from kctl.api.apiserver import APIServer
-from kctl.api.contract import API
-from kctl.api.errors import BadRequest, Conflict, NotFound
-from kctl.api.remote import RemoteAPIServer
-from kctl.api.store import Store
+from kctl.apiserver import serve
+from kctl.apiserver.server import APIServer
+from kctl.apiserver.contract import API
+from kctl.machinery.errors import BadRequest, Conflict, NotFound
+from kctl.apiserver.remote import RemoteAPIServer
+from kctl.store.sqlite import Store
 
 WAIT = 30.0  # seconds a server thread may take to end
 
@@ -64,7 +64,7 @@ def served(tmp_path):
 
 @pytest.fixture
 def remote(served):
-    """A RemoteAPIServer talking to `served` through kctl.api.serve on a socketpair."""
+    """A RemoteAPIServer talking to `served` through kctl.apiserver.serve on a socketpair."""
     ends: list[socket.socket] = []
     threads: list[threading.Thread] = []
 

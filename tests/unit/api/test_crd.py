@@ -1,4 +1,4 @@
-"""kctl.api.crd: the kinds a stored CustomResourceDefinition serves, resolved in the API layer alone."""
+"""kctl.machinery.crd: the kinds a stored CustomResourceDefinition serves, resolved in the API layer alone."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from kctl.api.crd import crd_resource_types
-from kctl.api.resources import builtin_registry
+from kctl.machinery.crd import crd_resource_types
+from kctl.machinery.resources import builtin_registry
 
 
 def crd(*, scope: str = "Namespaced", versions: list[dict] | None = None) -> dict:
@@ -59,8 +59,8 @@ def test_crd_types_carry_the_converted_schema_and_register():
 
 
 def test_crd_type_resolution_does_not_import_admission():
-    """Resolving a CRD's types needs only the API layer: importing kctl.api.crd loads no kctl.admission module."""
-    code = ("import sys, kctl.api.crd\n"
+    """Resolving a CRD's types needs only the API layer: importing kctl.machinery.crd loads no kctl.admission module."""
+    code = ("import sys, kctl.machinery.crd\n"
             "print(sorted(m for m in sys.modules if m.startswith('kctl.admission')))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert result.stdout.strip() == "[]"

@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from kctl.api.encryption import PREFIX, EncryptionError, Key, KeyRing, key_name_of, render
-from kctl.api.store import Store, StoreError
+from kctl.store.encryption import PREFIX, EncryptionError, Key, KeyRing, key_name_of, render
+from kctl.store.sqlite import Store, StoreError
 
 VALUE = "hunter2-very-distinctive"
 B64 = base64.b64encode(VALUE.encode()).decode()

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from kctl.api import events
+from kctl.client import events
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
        "spec": {"containers": [{"name": "c", "image": "busybox"}]}}

@@ -1,4 +1,4 @@
-"""Object size limits (kctl.api.limits) on every write path, with Kubernetes' messages."""
+"""Object size limits (kctl.machinery.limits) on every write path, with Kubernetes' messages."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import base64
 
 import pytest
 
-from kctl.api import limits
-from kctl.api.errors import Invalid, RequestEntityTooLarge
+from kctl.machinery import limits
+from kctl.machinery.errors import Invalid, RequestEntityTooLarge
 
 MiB = 1024 * 1024
 

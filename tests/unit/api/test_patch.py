@@ -6,16 +6,16 @@ import copy
 
 import pytest
 
-from kctl.api import schemas
-from kctl.api.errors import BadRequest, Invalid
-from kctl.api.patch import (
+from kctl.machinery import schemas
+from kctl.machinery.errors import BadRequest, Invalid
+from kctl.machinery.patch import (
     create_merge_patch,
     create_strategic_patch,
     json_patch,
     merge_patch,
     strategic_merge_patch,
 )
-from kctl.api.resources import builtin_registry
+from kctl.machinery.resources import builtin_registry
 
 REGISTRY = builtin_registry()
 POD = schemas.load(REGISTRY.lookup("pod"))

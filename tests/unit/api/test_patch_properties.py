@@ -7,15 +7,15 @@ import copy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kctl.api import schemas
-from kctl.api.apply import LAST_APPLIED, applied_object, apply_patch, last_applied_of
-from kctl.api.patch import (
+from kctl.machinery import schemas
+from kctl.machinery.apply import LAST_APPLIED, applied_object, apply_patch, last_applied_of
+from kctl.machinery.patch import (
     create_merge_patch,
     create_strategic_patch,
     merge_patch,
     strategic_merge_patch,
 )
-from kctl.api.resources import builtin_registry
+from kctl.machinery.resources import builtin_registry
 
 POD = schemas.load(builtin_registry().lookup("pod"))
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

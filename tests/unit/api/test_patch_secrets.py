@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from kctl.api.errors import APIError
+from kctl.machinery.errors import APIError
 
 PLAIN = "hunter2-top-secret"
 ENCODED = base64.b64encode(PLAIN.encode()).decode()

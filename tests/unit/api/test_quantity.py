@@ -1,10 +1,10 @@
-"""kctl.api.quantity: Kubernetes quantities parsed exactly, bad ones refused with a reason."""
+"""kctl.machinery.quantity: Kubernetes quantities parsed exactly, bad ones refused with a reason."""
 
 from fractions import Fraction
 
 import pytest
 
-from kctl.api.quantity import is_quantity, parse_quantity
+from kctl.machinery.quantity import is_quantity, parse_quantity
 
 GOOD = [
     ("500m", Fraction(1, 2)),

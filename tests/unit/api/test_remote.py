@@ -1,7 +1,7 @@
-"""The remote API (kctl.api.remote <-> kctl.api.serve) over a socketpair, the server in a thread.
+"""The remote API (kctl.apiserver.remote <-> kctl.apiserver.serve) over a socketpair, the server in a thread.
 
 What is verified: every method answers as the in-process APIServer does, errors come back
-as the same kctl.api.errors classes, many threads share one connection, watches stream
+as the same kctl.machinery.errors classes, many threads share one connection, watches stream
 and are cancelled, a dead server gives a clear ServerUnavailable and the next call
 connects again; and the ssh command line is built safely.
 """
@@ -18,18 +18,19 @@ import time
 
 import pytest
 
-from kctl.api import serve, wire
-from kctl.api.apiserver import APIServer, Binding, WriteResult
-from kctl.api.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Gone, Invalid, NotFound
-from kctl.api.remote import RemoteAPIServer, SSHChannel, ssh_command
-from kctl.api.selectors import parse_field_selector, parse_label_selector
-from kctl.api.wire import ServerUnavailable
+from kctl.apiserver import serve, wire
+from kctl.apiserver.contract import Binding, WriteResult
+from kctl.apiserver.server import APIServer
+from kctl.machinery.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Gone, Invalid, NotFound
+from kctl.apiserver.remote import RemoteAPIServer, SSHChannel, ssh_command
+from kctl.machinery.selectors import parse_field_selector, parse_label_selector
+from kctl.apiserver.wire import ServerUnavailable
 
 WAIT = 30.0  # seconds a background thread may take before a test fails
 
 
 class SocketChannel:
-    """A Channel whose far end is a kctl.api.serve.Server on a thread of this process."""
+    """A Channel whose far end is a kctl.apiserver.serve.Server on a thread of this process."""
 
     def __init__(self, api: APIServer) -> None:
         self._client, self._server = socket.socketpair()

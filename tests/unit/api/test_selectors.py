@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kctl.api.errors import BadRequest, Invalid
-from kctl.api.selectors import (
+from kctl.machinery.errors import BadRequest, Invalid
+from kctl.machinery.selectors import (
     EVERYTHING,
     NOTHING,
     FieldSelector,

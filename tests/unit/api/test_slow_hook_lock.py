@@ -16,8 +16,8 @@ import sys
 import textwrap
 import time
 
-from kctl.api.apiserver import APIServer
-from kctl.api.store import Store
+from kctl.apiserver.server import APIServer
+from kctl.store.sqlite import Store
 
 HOOK_SECONDS = 3.0
 #: what the unrelated write may take: typically ~0.1 s; generous for a loaded 2-core machine,
@@ -42,7 +42,7 @@ WRITER = """\
 import sys, time
 from kctl.cli.main import main, _register
 # imports out of the timing:
-import kctl.api.apiserver, kctl.api.store, kctl.cli.apply, kctl.manifests.sources  # noqa: F401
+import kctl.apiserver.server, kctl.store.sqlite, kctl.cli.apply, kctl.manifests.sources  # noqa: F401
 _register()
 print("ready", flush=True)
 sys.stdin.readline()

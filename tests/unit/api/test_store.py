@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from kctl.api.errors import Gone
-from kctl.api.store import Store
+from kctl.machinery.errors import Gone
+from kctl.store.sqlite import Store
 
 
 #: a new store holds the `default` namespace, written at revision 1

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from kctl.api.store import Store
+from kctl.store.sqlite import Store
 
 HISTORY = 20
 BATCH = 10
@@ -70,7 +70,7 @@ def test_each_step_is_bounded(tmp_path, monkeypatch):
 
 WRITER = textwrap.dedent("""
     import sys
-    from kctl.api.store import Store
+    from kctl.store.sqlite import Store
     store = Store(sys.argv[1], history=int(sys.argv[2]), compact_batch=int(sys.argv[3]))
     for i in range(int(sys.argv[5])):
         with store.transaction() as txn:

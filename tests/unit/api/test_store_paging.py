@@ -9,7 +9,7 @@ import tracemalloc
 
 import pytest
 
-from kctl.api.store import Store
+from kctl.store.sqlite import Store
 
 MB = 1 << 20
 
@@ -80,7 +80,7 @@ def test_list_pages_are_bounded_and_consistent(tmp_path):
 
 CATCH_UP = textwrap.dedent("""
     import resource, sys
-    from kctl.api.store import Store
+    from kctl.store.sqlite import Store
     store = Store(sys.argv[1])
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     n = sum(1 for _ in store.watch(0, timeout=0))

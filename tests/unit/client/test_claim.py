@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from kctl.api.errors import Conflict, NotFound
-from kctl.api.selectors import LabelSelector, from_label_selector_object
+from kctl.machinery.errors import Conflict, NotFound
+from kctl.machinery.selectors import LabelSelector, from_label_selector_object
 from kctl.client.claim import ClaimResult, ControllerRefManager, controller_ref, owner_reference
 
 OWNER_UID = "rs-uid"

@@ -8,7 +8,7 @@ import pytest
 
 from client_harness import wait_for
 
-from kctl.api.selectors import parse_label_selector
+from kctl.machinery.selectors import parse_label_selector
 from kctl.client.informer import Informer, InformerFactory, as_label_selector
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kctl.api.errors import Conflict, NotFound
+from kctl.machinery.errors import Conflict, NotFound
 from kctl.client.retry import retry_on_conflict
 
 C = Conflict("the object has been modified")

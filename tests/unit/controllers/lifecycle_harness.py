@@ -32,7 +32,7 @@ def running(api, controllers: list, **kwargs) -> Iterator[object]:
 
 
 def exists(api, resource: str, name: str, *, namespace: str | None = "default") -> bool:
-    from kctl.api.errors import NotFound
+    from kctl.machinery.errors import NotFound
 
     try:
         api.get(api.resource(resource), name, namespace=namespace)
@@ -122,7 +122,7 @@ class Queue:
 
 def renew_lease(api, name: str, when: dt.datetime) -> str:
     """Create or renew kube-node-lease/<name> with renewTime `when`, as an agent does; returns it."""
-    from kctl.api.errors import NotFound
+    from kctl.machinery.errors import NotFound
 
     stamp = when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     rt = api.resource("leases")
@@ -144,7 +144,7 @@ def renew_lease(api, name: str, when: dt.datetime) -> str:
 
 def post_node_ready(api, name: str, ready: str, when: dt.datetime) -> dict:
     """What an agent's status post writes: the Ready condition with a new lastHeartbeatTime."""
-    from kctl.api.times import format_time
+    from kctl.machinery.times import format_time
 
     node = api.get(api.resource("nodes"), name)
     node.setdefault("status", {})["conditions"] = [{

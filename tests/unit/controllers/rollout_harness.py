@@ -14,7 +14,7 @@ import itertools
 import threading
 from typing import Callable, TypeVar
 
-from kctl.api.errors import APIError, Gone
+from kctl.machinery.errors import APIError, Gone
 from kctl.testing import waiting
 
 T = TypeVar("T")

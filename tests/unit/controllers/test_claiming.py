@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kctl.api.errors import Conflict
-from kctl.api.selectors import from_label_selector_object
+from kctl.machinery.errors import Conflict
+from kctl.machinery.selectors import from_label_selector_object
 from kctl.client.claim import ClaimIncomplete
 from kctl.controllers.daemonset import DaemonSetController
 from kctl.controllers.replicaset import ReplicaSetController

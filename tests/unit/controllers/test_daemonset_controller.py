@@ -8,7 +8,7 @@ import pytest
 
 from lifecycle_harness import fake_kubelet, running, wait_for
 
-from kctl.api.errors import Conflict
+from kctl.machinery.errors import Conflict
 from kctl.controllers.daemonset import HASH_LABEL, DaemonSetController, template_hash
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from rollout_harness import Cluster, wait_for
 
-from kctl.api.errors import NotFound
+from kctl.machinery.errors import NotFound
 from kctl.controllers import rollout as ro
 from kctl.controllers.deployment import DeploymentController
 from kctl.controllers.replicaset import ReplicaSetController
@@ -60,7 +60,7 @@ def rolled_out(api) -> bool:
 
 def edit(api, change) -> dict:
     """Apply `change` to the live Deployment and update it (retrying a Conflict)."""
-    from kctl.api.errors import Conflict
+    from kctl.machinery.errors import Conflict
 
     for _ in range(20):
         d = get_d(api)

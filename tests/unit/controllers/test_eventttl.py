@@ -9,7 +9,7 @@ import pytest
 
 from lifecycle_harness import FakeClock, Queue, exists, running, wait_for
 
-from kctl.api import events
+from kctl.client import events
 from kctl.client.informer import InformerFactory
 from kctl.controllers.base import ControllerContext, Recorder
 from kctl.controllers.eventttl import EventTTLController, EventTTLSettings, last_seen

@@ -283,7 +283,7 @@ def test_suspended_condition_helpers():
 
 def set_suspend(api, value: bool, name: str = "pi") -> None:
     """Flip spec.suspend, retrying when the controller's status write got there first."""
-    from kctl.api.errors import Conflict
+    from kctl.machinery.errors import Conflict
 
     for _ in range(20):
         current = get_job(api, name)

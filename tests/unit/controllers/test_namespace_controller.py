@@ -6,7 +6,7 @@ import pytest
 
 from lifecycle_harness import deployment_chain, exists, fake_kubelet, running, wait_for
 
-from kctl.api.errors import Forbidden
+from kctl.machinery.errors import Forbidden
 from kctl.controllers.garbagecollector import GarbageCollector
 from kctl.controllers.namespace import NamespaceController
 
@@ -49,8 +49,8 @@ def test_delete_namespace_wait_finishes(store_path):
     """`kctl delete namespace team --wait` returns 0 once the controllers have emptied it."""
     from typer.testing import CliRunner
 
-    from kctl.api.apiserver import APIServer
-    from kctl.api.store import Store
+    from kctl.apiserver.server import APIServer
+    from kctl.store.sqlite import Store
     from kctl.cli.main import _register, app
 
     _register()

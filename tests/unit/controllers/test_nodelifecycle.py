@@ -13,7 +13,7 @@ import pytest
 
 from lifecycle_harness import FakeClock, Queue, running, wait_for
 
-from kctl.api.times import format_time, parse_time
+from kctl.machinery.times import format_time, parse_time
 from kctl.client.informer import InformerFactory
 from kctl.controllers.base import ControllerContext, Recorder
 from kctl.controllers.nodelifecycle import (LEASE_NAMESPACE, STATUS_UNKNOWN_MESSAGE, STATUS_UNKNOWN_REASON,
@@ -43,7 +43,7 @@ def post_ready(api, name: str, ready: str, when: dt.datetime) -> dict:
 
 def renew(api, name: str, when: dt.datetime) -> str:
     """Create or renew kube-node-lease/<name> with renewTime `when`; returns the renewTime."""
-    from kctl.api.errors import NotFound
+    from kctl.machinery.errors import NotFound
 
     stamp = when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     rt = api.resource("leases")

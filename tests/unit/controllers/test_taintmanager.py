@@ -9,7 +9,7 @@ import pytest
 
 from lifecycle_harness import FakeClock, Queue, wait_for
 
-from kctl.api.times import format_time
+from kctl.machinery.times import format_time
 from kctl.client.informer import InformerFactory
 from kctl.controllers.base import ControllerContext, Recorder
 from kctl.controllers.nodelifecycle import TAINT_NOT_READY, TAINT_UNREACHABLE
@@ -107,7 +107,7 @@ def taint(api, manager, node: str, taints: list[dict]) -> None:
 
 
 def pod(api, name: str) -> dict | None:
-    from kctl.api.errors import NotFound
+    from kctl.machinery.errors import NotFound
 
     try:
         return api.get(api.resource("pods"), name, namespace="default")

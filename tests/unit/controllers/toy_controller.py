@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import threading
 
-from kctl.api.errors import Conflict, NotFound
+from kctl.machinery.errors import Conflict, NotFound
 from kctl.controllers.base import key_of, split_key
 
 

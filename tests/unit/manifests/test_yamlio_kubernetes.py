@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 from kctl.admission import validation
-from kctl.api.resources import builtin_registry
+from kctl.machinery.resources import builtin_registry
 from kctl.manifests import yamlio
 from kctl.manifests.yamlio import ManifestError, load_documents
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kctl.api.errors import Conflict
+from kctl.machinery.errors import Conflict
 from kctl.ops import rollback as rb
 
 

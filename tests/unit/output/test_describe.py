@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from kctl.api.resources import ResourceType, builtin_registry
+from kctl.machinery.resources import ResourceType, builtin_registry
 from kctl.output.describe import describe, smart_label, tabwrite
 
 NOW = datetime(2026, 12, 2, 17, 0, 0, tzinfo=timezone.utc)

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from kctl.api.resources import builtin_registry
+from kctl.machinery.resources import builtin_registry
 from kctl.output.printers import parse_output, print_objects, short_revision
 from kctl.sync import reconcile
 
@@ -42,7 +42,7 @@ def test_gitsource_table_row() -> None:
 def test_output_does_not_import_sync() -> None:
     """Printing a GitSource row loads no module of kctl.sync (output sits below sync)."""
     code = ("import io, sys\n"
-            "from kctl.api.resources import builtin_registry\n"
+            "from kctl.machinery.resources import builtin_registry\n"
             "from kctl.output.printers import parse_output, print_objects\n"
             "obj = {'kind': 'GitSource', 'metadata': {'name': 'a'}, 'status': {'lastAppliedRevision': 'main@abc'}}\n"
             "print_objects([obj], builtin_registry().lookup('gitsources'), parse_output(None), io.StringIO(),\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kctl.api.errors import BadRequest
+from kctl.machinery.errors import BadRequest
 from kctl.output.jsonpath import format_value, go_sprint, parse_template, render
 
 POD_A = {

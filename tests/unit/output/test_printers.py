@@ -9,8 +9,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from kctl.api.errors import BadRequest
-from kctl.api.resources import ResourceType, builtin_registry
+from kctl.machinery.errors import BadRequest
+from kctl.machinery.resources import ResourceType, builtin_registry
 from kctl.output.printers import (OutputFormat, age, format_label_selector, human_duration, parse_output,
                                print_objects)
 

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from kctl.api.resources import builtin_registry
+from kctl.machinery.resources import builtin_registry
 from kctl.output.printers import parse_output, print_objects
 
 NOW = datetime(2026, 12, 2, 17, 0, 0, tzinfo=timezone.utc)

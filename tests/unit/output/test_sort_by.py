@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from kctl.api.errors import ClientSideError
+from kctl.machinery.errors import ClientSideError
 from kctl.output.printers import PrinterColumn, _crd_cell, _natural_less, crd_columns, sort_objects
 
 

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from kctl.api.resources import builtin_registry
+from kctl.machinery.resources import builtin_registry
 from kctl.output.printers import WatchPrinter, parse_output
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from kctl.api.apiserver import APIServer
-from kctl.api.store import Store
+from kctl.apiserver.server import APIServer
+from kctl.store.sqlite import Store
 from kctl.scheduler.feed import Handlers, StoreFeed
 
 WAIT = 30.0  # seconds the feed may take to deliver on a loaded machine

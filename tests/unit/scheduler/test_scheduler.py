@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 from scheduler_harness import FakeClock, node, pod
 
-from kctl.api.errors import Conflict
+from kctl.machinery.errors import Conflict
 from kctl.output.describe import describe
 from kctl.scheduler.config import Profile, SchedulerConfig
 from kctl.scheduler.scheduler import Scheduler, SchedulerSettings, node_update_events

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from kctl.api.errors import NotFound
+from kctl.machinery.errors import NotFound
 from kctl.sync.inventory import PRUNE_FINALIZER, REVISION_ANNOTATION, SOURCE_LABEL, SYNC_ANNOTATION
 from kctl.sync.reconcile import reconcile, short_revision
 from kctl.testing.gitrepo import GitRepo, configmap, deployment

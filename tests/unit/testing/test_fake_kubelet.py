@@ -8,7 +8,7 @@ from typing import Callable
 
 import pytest
 
-from kctl.api.errors import NotFound
+from kctl.machinery.errors import NotFound
 from kctl.testing.fake_kubelet import LABEL_EXIT_CODE as EXIT_CODE_LABEL
 from kctl.testing.fake_kubelet import LABEL_NEVER_READY as NEVER_READY_LABEL
 from kctl.testing.fake_kubelet import FakeKubelet

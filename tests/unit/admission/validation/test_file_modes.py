@@ -7,7 +7,7 @@ import pytest
 
 from kctl.admission.validation import validate
 from kctl.admission.validation.file_modes import FILE_MODE_MESSAGE
-from kctl.api.resources import builtin_registry
+from kctl.machinery.resources import builtin_registry
 from kctl.manifests.yamlio import load_documents
 
 REGISTRY = builtin_registry()

@@ -7,8 +7,8 @@ import copy
 import pytest
 
 from kctl.admission.validation import validate, validate_crd
-from kctl.api.crd import crd_resource_types
-from kctl.api.resources import Registry, builtin_registry
+from kctl.machinery.crd import crd_resource_types
+from kctl.machinery.resources import Registry, builtin_registry
 
 REGISTRY = builtin_registry()
 

@@ -1,8 +1,8 @@
 """The API layer: the only writer of the store, with Kubernetes' semantics.
 
 Every change from every client (CLI, controllers, scheduler, node agents, git sync)
-goes through APIServer (clients hold it as a kctl.api.contract.API, which the remote
-client kctl.api.remote implements too): resolve the kind, admission
+goes through APIServer (clients hold it as a kctl.apiserver.contract.API, which the remote
+client kctl.apiserver.remote implements too): resolve the kind, admission
 (kctl.admission.chain), optimistic concurrency on resourceVersion, then one store
 transaction that writes the object and its change record. Reads and watches go through it too, so selectors behave alike
 everywhere.
@@ -18,8 +18,8 @@ admission hook never runs while the SQLite write lock is held.
 Fields only the server sets (uid, creationTimestamp, resourceVersion, generation,
 deletionTimestamp, deletionGracePeriodSeconds, managedFields) are put back after
 admission, so a mutating hook can neither forge them nor delete an object. Size limits
-(kctl.api.limits) apply to every write; every write that was answered is recorded in the
-audit log (kctl.api.audit) after its transaction.
+(kctl.machinery.limits) apply to every write; every write that was answered is recorded in the
+audit log (kctl.apiserver.audit) after its transaction.
 """
 
 from __future__ import annotations
@@ -35,16 +35,18 @@ import secrets
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from kctl.api.errors import (AlreadyExists, APIError, BadRequest, Conflict, FieldError, Forbidden,
+from kctl.machinery.errors import (AlreadyExists, APIError, BadRequest, Conflict, FieldError, Forbidden,
                              Invalid, NotFound)
-from kctl.api import audit, limits, typeinfo
-from kctl.api.resources import KCTL_GROUP, Registry, ResourceType, builtin_registry
-from kctl.api.store import Store, Transaction
+from kctl.apiserver import audit
+from kctl.machinery import limits, typeinfo
+from kctl.machinery.resources import KCTL_GROUP, Registry, ResourceType, builtin_registry
+from kctl.apiserver.contract import Binding, WriteResult
+from kctl.store.sqlite import Store, Transaction
 
-log = logging.getLogger("kctl.api")
+log = logging.getLogger("kctl.apiserver")
 
 NAMESPACE = "Namespace"
 CRD_KIND = "CustomResourceDefinition.apiextensions.k8s.io"
@@ -88,26 +90,6 @@ class Prepared:
     hooks: tuple[str, ...] = ()  # the admission hooks that matched (named in the audit log)
 
 
-@dataclass(frozen=True)
-class Binding:
-    """A pods/binding request: put the pod namespace/name on node_name (uid: a precondition)."""
-
-    namespace: str
-    name: str
-    node_name: str
-    uid: str | None = None
-
-
-@dataclass
-class WriteResult:
-    """What write_all did with one object: the stored object and apply's word, or the error."""
-
-    obj: dict | None = None
-    action: str = ""
-    error: APIError | None = None
-    warnings: list[str] = field(default_factory=list)
-
-
 class APIServer:
     """In-process API server over one Store."""
 
@@ -134,7 +116,7 @@ class APIServer:
             if self._registry is None or key != self._registry_key:
                 registry = builtin_registry()
                 if key[0]:
-                    from kctl.api.crd import crd_resource_types
+                    from kctl.machinery.crd import crd_resource_types
 
                     crds, _ = self.store.list(CRD_KIND)
                     for crd in crds:
@@ -272,14 +254,14 @@ class APIServer:
                                    retry=not _pinned_rv(patch), dry_run=dry_run)
         except APIError as exc:
             if rt.group_kind == "Secret":
-                from kctl.api.redact import redact_error, secret_values
+                from kctl.machinery.redact import redact_error, secret_values
 
                 redact_error(exc, secret_values(self.store.get("Secret", target.namespace, name)))
             raise
 
     def _prepare_patch(self, rt: ResourceType, name: str, patch, patch_type: str, namespace: str | None,
                        subresource: str | None, dry_run: bool) -> Prepared:
-        from kctl.api import patch as patching
+        from kctl.machinery import patch as patching
 
         limits.check_request(patch)
         current = self.get(rt, name, namespace=namespace)
@@ -604,7 +586,7 @@ class APIServer:
 
     def _prepare_apply(self, obj: dict, namespace: str | None, *, dry_run: bool,
                        pending_namespaces: dict | None) -> Prepared:
-        from kctl.api.apply import applied_object, unchanged_by_apply
+        from kctl.machinery.apply import applied_object, unchanged_by_apply
 
         rt = self.resource_for(obj)
         meta = obj.get("metadata")
@@ -915,11 +897,11 @@ class APIServer:
         return new
 
     def namespace_of(self, rt: ResourceType, namespace: str | None, meta: dict | None = None) -> str:
-        """The namespace an object lives in ("" for cluster-scoped kinds); kctl.api.typeinfo.namespace_of."""
+        """The namespace an object lives in ("" for cluster-scoped kinds); kctl.machinery.typeinfo.namespace_of."""
         return typeinfo.namespace_of(rt, namespace, meta)
 
     def schema_of(self, rt: ResourceType) -> dict | None:
-        """The schema apply and strategic merge use for rt; kctl.api.typeinfo.schema_of."""
+        """The schema apply and strategic merge use for rt; kctl.machinery.typeinfo.schema_of."""
         return typeinfo.schema_of(rt)
 
     def _capture(self, sink: list[str], fn, *args):

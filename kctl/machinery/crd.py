@@ -1,7 +1,7 @@
 """CustomResourceDefinitions as resource types: the kinds a stored CRD serves (`crd_resource_types`).
 
 The API server calls it to resolve a custom kind's ResourceType (and its JSON Schema,
-converted from the CRD's openAPIV3Schema by kctl.api.schemas) when a CRD is stored or
+converted from the CRD's openAPIV3Schema by kctl.machinery.schemas) when a CRD is stored or
 read; `kctl explain` uses the result. What a CRD must satisfy to be stored is checked by
 admission (kctl.admission.validation.crd); this module only reads one.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kctl.api import schemas
-from kctl.api.resources import ResourceType
+from kctl.machinery import schemas
+from kctl.machinery.resources import ResourceType
 
 __all__ = ["crd_resource_types"]
 

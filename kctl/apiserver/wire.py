@@ -1,4 +1,4 @@
-"""The wire format of kctl's remote API: JSON lines between kctl.api.remote and kctl.api.serve.
+"""The wire format of kctl's remote API: JSON lines between kctl.apiserver.remote and kctl.apiserver.serve.
 
 `kctl --server ssh://...` (the client, RemoteAPIServer) and `kctl serve --stdio` (the
 server, on the control host) exchange one JSON object per line:
@@ -12,16 +12,16 @@ server, on the control host) exchange one JSON object per line:
 Objects, patches and plain values travel as JSON. The typed values are encoded here,
 explicitly: a ResourceType argument as its name (`plural.group`, resolved again by the
 server), selectors as their terms, Bindings and WriteResults field by field, errors as
-their kctl.api.errors class name with reason, code, message (and an Invalid's causes).
+their kctl.machinery.errors class name with reason, code, message (and an Invalid's causes).
 """
 
 from __future__ import annotations
 
 import json
 
-from kctl.api import errors
-from kctl.api.errors import APIError, FieldError
-from kctl.api.resources import ResourceType
+from kctl.machinery import errors
+from kctl.machinery.errors import APIError, FieldError
+from kctl.machinery.resources import ResourceType
 
 #: bumped when a message changes shape; `hello` tells the client which one the server speaks
 PROTOCOL = 1
@@ -77,7 +77,7 @@ def encode_label_selector(selector) -> dict | None:
 def decode_label_selector(data: dict | None):
     if data is None:
         return None
-    from kctl.api.selectors import LabelSelector, Operator, Requirement
+    from kctl.machinery.selectors import LabelSelector, Operator, Requirement
 
     return LabelSelector(tuple(Requirement(key, Operator(op), tuple(values))
                                for key, op, values in data.get("requirements") or ()),
@@ -93,7 +93,7 @@ def encode_field_selector(selector) -> dict | None:
 def decode_field_selector(data: dict | None):
     if data is None:
         return None
-    from kctl.api.selectors import FieldSelector, FieldTerm, Operator
+    from kctl.machinery.selectors import FieldSelector, FieldTerm, Operator
 
     return FieldSelector(tuple(FieldTerm(field, Operator(op), value) for field, op, value in data.get("terms") or ()))
 
@@ -105,7 +105,7 @@ def _error_classes() -> dict[str, type[APIError]]:
                if isinstance(cls, type) and issubclass(cls, APIError)}
     classes["ServerUnavailable"] = ServerUnavailable
     try:
-        from kctl.api.store import StoreError
+        from kctl.store.sqlite import StoreError
 
         classes["StoreError"] = StoreError
     except ImportError:  # pragma: no cover - the store module always exists
@@ -126,7 +126,7 @@ def encode_error(exc: BaseException) -> dict:
 
 
 def decode_error(data: dict) -> APIError:
-    """The same kctl.api.errors class the server raised, with its message (and causes)."""
+    """The same kctl.machinery.errors class the server raised, with its message (and causes)."""
     cls = _error_classes().get(data.get("type", ""), APIError)
     exc = cls.__new__(cls)
     APIError.__init__(exc, str(data.get("message", "")))
@@ -146,7 +146,7 @@ def encode_write_result(result) -> dict:
 
 
 def decode_write_result(data: dict):
-    from kctl.api.apiserver import WriteResult
+    from kctl.apiserver.contract import WriteResult
 
     return WriteResult(obj=data.get("obj"), action=data.get("action", ""),
                        error=decode_error(data["error"]) if data.get("error") else None,
@@ -159,7 +159,7 @@ def encode_binding(binding) -> dict:
 
 
 def decode_binding(data: dict):
-    from kctl.api.apiserver import Binding
+    from kctl.apiserver.contract import Binding
 
     return Binding(data["namespace"], data["name"], data["nodeName"], uid=data.get("uid"))
 

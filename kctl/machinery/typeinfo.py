@@ -1,14 +1,14 @@
 """What both API forms derive from a ResourceType alone: an object's namespace, a kind's merge schema.
 
-Plain functions, no server state: kctl.api.apiserver.APIServer and
-kctl.api.remote.RemoteAPIServer both answer `namespace_of` and `schema_of` (kctl.api.contract)
+Plain functions, no server state: kctl.apiserver.server.APIServer and
+kctl.apiserver.remote.RemoteAPIServer both answer `namespace_of` and `schema_of` (kctl.apiserver.contract)
 with them, so the remote client computes exactly what the control host would.
 """
 
 from __future__ import annotations
 
-from kctl.api.errors import BadRequest, FieldError, Invalid
-from kctl.api.resources import ResourceType
+from kctl.machinery.errors import BadRequest, FieldError, Invalid
+from kctl.machinery.resources import ResourceType
 
 
 def namespace_of(rt: ResourceType, namespace: str | None, meta: dict | None = None) -> str:
@@ -33,7 +33,7 @@ def schema_of(rt: ResourceType) -> dict | None:
     """The schema strategic merge patch and apply use for rt; None for custom kinds (JSON merge)."""
     if rt.is_custom:
         return None  # custom resources use JSON merge semantics, as in Kubernetes
-    from kctl.api import schemas
+    from kctl.machinery import schemas
 
     return schemas.load(rt)
 

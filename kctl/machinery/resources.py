@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from kctl.api.errors import ClientSideError
+from kctl.machinery.errors import ClientSideError
 
 
 @dataclass(frozen=True)

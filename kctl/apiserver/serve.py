@@ -1,14 +1,14 @@
 """The control host's end of `--server ssh://...`: the API served over a pair of byte streams.
 
 `kctl serve --stdio` (kctl.cli.serve), started by the client's `ssh`, calls `serve()` on
-its stdin and stdout; the messages are those of kctl.api.wire. Each request runs on a
+its stdin and stdout; the messages are those of kctl.apiserver.wire. Each request runs on a
 small pool of threads (so one slow call, an admission hook, does not hold up the rest,
 and the SQLite connections of the pool are reused); each watch runs on a thread of its
 own until it ends, fails, or the client cancels it. Only the methods in `METHODS` can be
 called. Admission warnings met while serving a request go back with its response (the
 served APIServer's warn callback is `warn`).
 
-The audit log (kctl.api.audit) of the control host records each write with the user
+The audit log (kctl.apiserver.audit) of the control host records each write with the user
 this process runs as (the SSH login: ssh started it), the SSH client's address
 (SSH_CONNECTION), and the client's own name that each request carries (`userAgent`).
 
@@ -25,11 +25,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, BinaryIO, Callable
 
 from kctl import __version__
-from kctl.api import audit, wire
-from kctl.api.errors import APIError, BadRequest
+from kctl.apiserver import audit, wire
+from kctl.machinery.errors import APIError, BadRequest
 
 if TYPE_CHECKING:
-    from kctl.api.apiserver import APIServer
+    from kctl.apiserver.server import APIServer
 
 log = logging.getLogger("kctl.serve")
 
@@ -67,7 +67,8 @@ _RESULTS: dict[str, Callable] = {
 
 
 class _Methods:
-    """What a client may call: the API contract's methods (kctl.api.contract) except the store's administration."""
+    """What a client may call: the API contract's methods (kctl.apiserver.contract),
+    except the store's administration."""
 
     def __init__(self, api: APIServer) -> None:
         self.api = api
@@ -273,8 +274,8 @@ def _client_of(message: dict) -> str:
 
 def serve(store_path: str | None, rfile: BinaryIO, wfile: BinaryIO, *, workers: int = WORKERS) -> None:
     """Serve the API over the store at store_path (None: the default store) until rfile ends."""
-    from kctl.api.apiserver import APIServer
-    from kctl.api.store import Store
+    from kctl.apiserver.server import APIServer
+    from kctl.store.sqlite import Store
 
     store = Store(store_path)
     try:

@@ -1,6 +1,6 @@
 """The SQLite store: objects, the global revision, the change log and its watch.
 
-Only the API layer (kctl.api.apiserver) writes through here. Several processes may
+Only the API layer (kctl.apiserver.server) writes through here. Several processes may
 open one store at once (the CLI, the daemon, git sync): the database is in WAL mode,
 every write transaction starts with BEGIN IMMEDIATE under a busy timeout, and a write
 that still meets a lock is retried, so "database is locked" never reaches a user.
@@ -16,7 +16,7 @@ Compaction is driven by the store's own state: any write that finds the log long
 `history + compact_batch` revisions runs one bounded step, whichever process wrote.
 
 The stored JSON of Secrets (objects and change log) is encrypted with the key file beside
-the store (kctl.api.encryption); reads decrypt it, so every layer above sees plain objects.
+the store (kctl.store.encryption); reads decrypt it, so every layer above sees plain objects.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from kctl.api.errors import APIError, Gone
+from kctl.machinery.errors import APIError, Gone
 
 if TYPE_CHECKING:
-    from kctl.api.encryption import KeyRing
+    from kctl.store.encryption import KeyRing
 
 SCHEMA_VERSION = 3
 #: change-log entries kept behind the head before compaction may drop them
@@ -47,7 +47,7 @@ COMPACT_BATCH = 1_000
 #: (a single larger object still makes a page of its own)
 PAGE_BYTES = 4 << 20
 LOCK_RETRY_SECONDS = 120.0
-#: kinds (ResourceType.group_kind) whose stored JSON is encrypted (kctl.api.encryption);
+#: kinds (ResourceType.group_kind) whose stored JSON is encrypted (kctl.store.encryption);
 #: kept here so that reading a store never imports the crypto library unless a Secret is touched
 ENCRYPTED_KINDS = frozenset({"Secret"})
 
@@ -149,7 +149,7 @@ def _has_sealed_rows(conn: sqlite3.Connection) -> bool:
 def ensure_key_file(conn: sqlite3.Connection, ring: "KeyRing") -> "KeyRing":
     """Create the ring's key file (0600) on first use; refused if the store holds sealed rows without it."""
     if not ring.exists():
-        from kctl.api.encryption import EncryptionError, new_key, write_key_file
+        from kctl.store.encryption import EncryptionError, new_key, write_key_file
 
         if _has_sealed_rows(conn):
             raise EncryptionError(f"key file {ring.path} is missing but the store holds encrypted Secrets "
@@ -165,7 +165,7 @@ def reseal_rows(conn: sqlite3.Connection, ring: "KeyRing", *, limit: int) -> int
     Called inside a write transaction (migration, key rotation); rows keep their revision.
     Returns how many rows it rewrote.
     """
-    from kctl.api.encryption import PREFIX, aad
+    from kctl.store.encryption import PREFIX, aad
 
     primary = ring.primary()
     mark = PREFIX + primary.name.encode() + b":"
@@ -318,7 +318,7 @@ class Store:
         return conn
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
-        from kctl.api import migrations
+        from kctl.store import migrations
 
         migrations.apply(conn)
 
@@ -337,7 +337,7 @@ class Store:
 
     def keyring(self) -> "KeyRing":
         if self._ring is None:
-            from kctl.api.encryption import KeyRing
+            from kctl.store.encryption import KeyRing
 
             self._ring = KeyRing(self.key_path)
         return self._ring
@@ -345,7 +345,7 @@ class Store:
     def _decode(self, kind: str, namespace: str, name: str, data: str | bytes) -> dict:
         """A stored row's object; sealed rows (BLOBs) are decrypted first."""
         if data.__class__ is bytes:
-            from kctl.api.encryption import aad
+            from kctl.store.encryption import aad
 
             data = self.keyring().open(data, aad(kind, namespace, name), what=f"{kind} {namespace}/{name}")
         return _loads(data)
@@ -354,7 +354,7 @@ class Store:
         """What to store for an object's JSON: sealed for the encrypted kinds, else the text."""
         if kind not in ENCRYPTED_KINDS:
             return text
-        from kctl.api.encryption import aad
+        from kctl.store.encryption import aad
 
         ring = self.ensure_key(conn)
         return ring.seal(text.encode(), aad(kind, namespace, name))
@@ -374,7 +374,7 @@ class Store:
         the new file at their next Secret write (they check it under the write lock).
         Returns (the new key's name, rows re-encrypted).
         """
-        from kctl.api.encryption import new_key, write_key_file
+        from kctl.store.encryption import new_key, write_key_file
 
         conn = self._conn()
         key = new_key()
@@ -680,7 +680,7 @@ class Store:
 
     def _check_backup_keys(self, src: sqlite3.Connection, source: Path) -> None:
         """Every key a backup's Secrets are sealed with must open them with this store's key file."""
-        from kctl.api.encryption import EncryptionError, aad, key_name_of
+        from kctl.store.encryption import EncryptionError, aad, key_name_of
 
         tried: set[str | None] = set()
         for table in ("objects", "changes"):

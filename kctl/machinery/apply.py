@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import json
 
-from kctl.api.patch import diff_strategic, strategic_merge_patch
+from kctl.machinery.patch import diff_strategic, strategic_merge_patch
 
 __all__ = ["LAST_APPLIED", "last_applied_of", "last_applied_annotation", "three_way_patch",
            "apply_patch", "applied_object", "unchanged_by_apply"]

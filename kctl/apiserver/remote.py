@@ -2,15 +2,15 @@
 
 kctl.cli.connect returns one when `--server` (or $KCTL_SERVER) is given, and
 `kctl daemon --server` (node mode) runs its node agent on one. It implements the API
-contract (kctl.api.contract.API), as kctl.api.apiserver.APIServer does, and answers by asking
-`kctl serve --stdio` on the control host (kctl.api.serve) over one `ssh` process:
+contract (kctl.apiserver.contract.API), as kctl.apiserver.server.APIServer does, and answers by asking
+`kctl serve --stdio` on the control host (kctl.apiserver.serve) over one `ssh` process:
 
     ssh <kctl.ssh.ssh_options> -T -- user@host 'kctl' 'serve' '--stdio' '--store' '/path/kctl.db'
 
-The messages (JSON lines, kctl.api.wire) carry an id, so many threads may call at once
+The messages (JSON lines, kctl.apiserver.wire) carry an id, so many threads may call at once
 over the one connection; a reader thread hands each response to its caller, and a watch
 streams its events until the caller stops reading (the server is then told to cancel).
-Errors come back as the same kctl.api.errors classes. If ssh dies, the calls in flight
+Errors come back as the same kctl.machinery.errors classes. If ssh dies, the calls in flight
 and those made meanwhile raise ServerUnavailable naming ssh's exit status and last
 words; the next call starts a new ssh. Nothing is retried here: writes are not
 idempotent, and the agent has its own back-off.
@@ -35,14 +35,15 @@ import threading
 from collections import deque
 from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
-from kctl.api import typeinfo, wire
-from kctl.api.errors import BadRequest, ClientSideError, NotFound
-from kctl.api.resources import Registry, ResourceType, builtin_registry
-from kctl.api.wire import ServerUnavailable
+from kctl.machinery import typeinfo
+from kctl.apiserver import wire
+from kctl.machinery.errors import BadRequest, ClientSideError, NotFound
+from kctl.machinery.resources import Registry, ResourceType, builtin_registry
+from kctl.apiserver.wire import ServerUnavailable
 from kctl.ssh import SSHTarget, ssh_options
 
 if TYPE_CHECKING:
-    from kctl.api.apiserver import Binding, WriteResult
+    from kctl.apiserver.contract import Binding, WriteResult
 
 log = logging.getLogger("kctl.remote")
 
@@ -219,7 +220,7 @@ class _Connection:
         """Send one request and wait for its answer (the raw message)."""
         rid, answers = self.open()
         try:
-            # userAgent: which client this is, for the control host's audit log (kctl.api.audit)
+            # userAgent: which client this is, for the control host's audit log (kctl.apiserver.audit)
             self.send({"id": rid, "method": method, "args": [], "kwargs": kwargs, "userAgent": _user_agent()})
             try:
                 message = answers.get(timeout=timeout)
@@ -270,7 +271,7 @@ class _Connection:
 # -- the API -----------------------------------------------------------------------------------
 
 def _user_agent() -> str:
-    from kctl.api.audit import user_agent
+    from kctl.apiserver.audit import user_agent
 
     return user_agent()
 
@@ -381,11 +382,11 @@ class RemoteAPIServer:
             return wire.decode_rt(self._call("resource_for", obj=obj))
 
     def namespace_of(self, rt: ResourceType, namespace: str | None, meta: dict | None = None) -> str:
-        """As APIServer.namespace_of (the same function, kctl.api.typeinfo; no round trip)."""
+        """As APIServer.namespace_of (the same function, kctl.machinery.typeinfo; no round trip)."""
         return typeinfo.namespace_of(rt, namespace, meta)
 
     def schema_of(self, rt: ResourceType) -> dict | None:
-        """As APIServer.schema_of (the same function, kctl.api.typeinfo; no round trip)."""
+        """As APIServer.schema_of (the same function, kctl.machinery.typeinfo; no round trip)."""
         return typeinfo.schema_of(rt)
 
     # -- reads ----------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The audit log: one JSON line per write the API server answered, never any object data.
 
-The API layer (kctl.api.apiserver) calls `AuditLog.record` after each write has
+The API layer (kctl.apiserver.server) calls `AuditLog.record` after each write has
 committed (or failed), outside every SQLite transaction; `kctl audit` (kctl.cli.audit)
 reads it back with `read_events`. Each line is a Kubernetes `audit.k8s.io/v1` Event at
 level Metadata: auditID, stage ResponseComplete, verb, user {username}, sourceIPs (the

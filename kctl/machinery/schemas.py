@@ -11,7 +11,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from kctl.api.resources import ResourceType
+from kctl.machinery.resources import ResourceType
 
 
 def schema_dir() -> Path:

@@ -1,8 +1,8 @@
 """Secrets encrypted at rest: the key file beside the store, and AES-GCM as Kubernetes' aesgcm provider.
 
-kctl.api.store calls this module (lazily, only when a Secret row is written or read) to
+kctl.store.sqlite calls this module (lazily, only when a Secret row is written or read) to
 seal the stored JSON of every Secret, in `objects` and in the change log, and to open it
-again; kctl.api.migrations calls it to encrypt the clear Secrets of an older store.
+again; kctl.store.migrations calls it to encrypt the clear Secrets of an older store.
 
 The key file is `<store>.keys` (e.g. `kctl.db.keys`), mode 0600, created on first use. It
 holds a Kubernetes EncryptionConfiguration (written as JSON, which is also YAML), so the
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kctl.api.store import ENCRYPTED_KINDS, StoreError  # noqa: F401  (the kinds sealed, kept by the store)
+from kctl.store.sqlite import ENCRYPTED_KINDS, StoreError  # noqa: F401  (the kinds sealed, kept by the store)
 
 if TYPE_CHECKING:  # the crypto library is imported only when a Secret is sealed or opened
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM

@@ -1,9 +1,9 @@
 """Keeping a Secret's values out of error messages.
 
-kctl.api.apiserver calls `redact_error` on an error met while patching a Secret, with
+kctl.apiserver.server calls `redact_error` on an error met while patching a Secret, with
 the values `secret_values` found in the stored object: any of them (the base64 text as
 stored, or the text it decodes to) that appears in the message, or in one of its field
-causes, is replaced by `[redacted]`. The patch appliers (kctl.api.patch) already name
+causes, is replaced by `[redacted]`. The patch appliers (kctl.machinery.patch) already name
 only the path and the operation; this is the safety net for messages built elsewhere
 (schema validation quoting a value a JSON patch moved, for instance).
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 
-from kctl.api.errors import APIError, FieldError
+from kctl.machinery.errors import APIError, FieldError
 
 MASK = "[redacted]"
 #: values shorter than this are not masked (a one-letter value would garble every message)

@@ -2,8 +2,8 @@
 
 Clients (the CLI, controllers, the scheduler, node agents, git sync, the fake kubelet,
 event recording) hold an `API` and call only these methods. Two classes implement it:
-kctl.api.apiserver.APIServer (in process, over a local store) and
-kctl.api.remote.RemoteAPIServer (a control host's API over SSH, `--server ssh://...`).
+kctl.apiserver.server.APIServer (in process, over a local store) and
+kctl.apiserver.remote.RemoteAPIServer (a control host's API over SSH, `--server ssh://...`).
 A client never reaches the store behind an API or a private method of it;
 tests/unit/test_layering.py checks that no module outside kctl/api does, and
 tests/unit/api/test_contract.py that both classes have every method below with a
@@ -23,19 +23,42 @@ What a client may do:
   (the remote form refuses them with one BadRequest line), `where` (the store's location
   as messages show it), `local_path` (its file, when it is on this host), `close()`.
 
-Nothing here is imported at run time by a client (the Protocol is for type checking and
-the contract test), so it costs no start-up time.
+Besides the Protocol, the two values the verbs exchange live here: `Binding` (a
+pods/binding request) and `WriteResult` (what a batched write did with one object).
+The module imports nothing at run time beyond the standard library and the object model's
+errors, so a client costs no start-up time by importing it.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from kctl.api.apiserver import Binding, WriteResult
-    from kctl.api.resources import Registry, ResourceType
+    from kctl.machinery.errors import APIError
+    from kctl.machinery.resources import Registry, ResourceType
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A pods/binding request: put the pod namespace/name on node_name (uid: a precondition)."""
+
+    namespace: str
+    name: str
+    node_name: str
+    uid: str | None = None
+
+
+@dataclass
+class WriteResult:
+    """What write_all did with one object: the stored object and apply's word, or the error."""
+
+    obj: dict | None = None
+    action: str = ""
+    error: APIError | None = None
+    warnings: list[str] = field(default_factory=list)
 
 
 @runtime_checkable

@@ -1,6 +1,6 @@
 """Typed API errors, as the Kubernetes API server returns them.
 
-Raised by the store and the API layer (kctl.api.apiserver); the CLI turns each into one
+Raised by the store and the API layer (kctl.apiserver.server); the CLI turns each into one
 line on stderr and the exit status named here (docs/cli.md lists them).
 """
 
@@ -106,6 +106,6 @@ class Timeout(APIError):
 
 
 class RequestEntityTooLarge(APIError):
-    """A request over 3 MiB, or an object over etcd's 1.5 MiB (kctl.api.limits)."""
+    """A request over 3 MiB, or an object over etcd's 1.5 MiB (kctl.machinery.limits)."""
 
     reason, code, exit_code = "RequestEntityTooLarge", 413, 6

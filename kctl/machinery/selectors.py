@@ -1,6 +1,6 @@
 """Label and field selectors, as k8s.io/apimachinery `pkg/labels` and `pkg/fields` have them.
 
-The API layer (kctl.api.apiserver) parses `-l`/`--field-selector` once per list or watch
+The API layer (kctl.apiserver.server) parses `-l`/`--field-selector` once per list or watch
 request and calls `matches` on every object; controllers turn a workload's
 `spec.selector` (a metav1.LabelSelector object) into a `LabelSelector` with
 `from_label_selector_object`. Parsing validates everything up front and compiles each
@@ -18,7 +18,7 @@ import re
 from enum import StrEnum
 from typing import Callable, NamedTuple
 
-from kctl.api.errors import BadRequest, FieldError, Invalid
+from kctl.machinery.errors import BadRequest, FieldError, Invalid
 
 __all__ = [
     "EVERYTHING", "NOTHING", "FieldSelector", "FieldTerm", "LabelSelector", "Operator",

@@ -1,6 +1,6 @@
 """The size limits of Kubernetes' API server and etcd, checked on every write.
 
-Called by the API layer (kctl.api.apiserver) for each object a client sends
+Called by the API layer (kctl.apiserver.server) for each object a client sends
 (`check_request`, before admission) and each object about to be stored (`check_object`,
 after admission), so the CLI, git sync, `kctl serve --stdio` and the controllers all
 meet the same limits, with Kubernetes' own words:
@@ -22,7 +22,7 @@ import base64
 import binascii
 import json
 
-from kctl.api.errors import FieldError, Invalid, RequestEntityTooLarge
+from kctl.machinery.errors import FieldError, Invalid, RequestEntityTooLarge
 
 #: kube-apiserver's limit on a request body (3 MiB)
 MAX_REQUEST_BYTES = 3 * 1024 * 1024

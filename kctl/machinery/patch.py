@@ -3,10 +3,10 @@
 `merge_patch` (RFC 7386), `json_patch` (RFC 6902) and `strategic_merge_patch` apply a
 patch to an object; `create_merge_patch` and `create_strategic_patch` compute the patch
 that turns one object into another. The API layer calls the appliers for `kctl patch`
-and admission hooks' JSONPatch; kctl.api.apply builds kubectl's three-way apply on the
+and admission hooks' JSONPatch; kctl.machinery.apply builds kubectl's three-way apply on the
 same strategic-merge machinery (`diff_strategic`).
 
-Strategic merge reads the kind's JSON Schema (kctl.api.schemas.load): a list whose
+Strategic merge reads the kind's JSON Schema (kctl.machinery.schemas.load): a list whose
 schema carries `x-kubernetes-patch-strategy: merge` and `x-kubernetes-patch-merge-key`
 is merged element by element on that key, a `retainKeys` field drops the keys its patch
 does not list, and the patch may carry Kubernetes' directives (`$patch`, `$retainKeys`,
@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from kctl.api.errors import BadRequest, FieldError, Invalid
+from kctl.machinery.errors import BadRequest, FieldError, Invalid
 
 __all__ = [
     "PATCH_DIRECTIVE", "RETAIN_KEYS_DIRECTIVE", "SET_ELEMENT_ORDER_PREFIX",

@@ -21,11 +21,11 @@ import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from kctl.api.errors import AlreadyExists, APIError, Conflict, NotFound
+from kctl.machinery.errors import AlreadyExists, APIError, Conflict, NotFound
 
 if TYPE_CHECKING:
-    from kctl.api.contract import API
-    from kctl.api.resources import ResourceType
+    from kctl.apiserver.contract import API
+    from kctl.machinery.resources import ResourceType
 
 log = logging.getLogger("kctl.events")
 

@@ -14,7 +14,7 @@ import uuid
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
-from kctl.api.store import SCHEMA_VERSION  # one number, kept by the store
+from kctl.store.sqlite import SCHEMA_VERSION  # one number, kept by the store
 
 store_migrations = Migrations("kctl.store")
 
@@ -59,8 +59,8 @@ def m003_encrypt_secrets(db: Database) -> None:
     """Secrets are stored encrypted: make the key file beside the store and seal any clear Secret."""
     from pathlib import Path
 
-    from kctl.api.encryption import KeyRing, key_path
-    from kctl.api.store import ensure_key_file, reseal_rows
+    from kctl.store.encryption import KeyRing, key_path
+    from kctl.store.sqlite import ensure_key_file, reseal_rows
 
     file = next(row[2] for row in db.conn.execute("PRAGMA database_list") if row[1] == "main")
     ring = ensure_key_file(db.conn, KeyRing(key_path(Path(file))))
