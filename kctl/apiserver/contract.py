@@ -5,8 +5,8 @@ event recording) hold an `API` and call only these methods. Two classes implemen
 kctl.apiserver.server.APIServer (in process, over a local store) and
 kctl.apiserver.remote.RemoteAPIServer (a control host's API over SSH, `--server ssh://...`).
 A client never reaches the store behind an API or a private method of it;
-tests/unit/test_layering.py checks that no module outside kctl/api does, and
-tests/unit/api/test_contract.py that both classes have every method below with a
+tests/unit/test_layering.py checks that no module outside kctl/store and kctl/apiserver does, and
+tests/unit/apiserver/test_contract.py that both classes have every method below with a
 compatible signature.
 
 What a client may do:
