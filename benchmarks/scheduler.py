@@ -1,15 +1,18 @@
-"""Scheduling throughput (issue 4): 10,000 pods onto 1,000 and onto 5,000 nodes, real store.
+"""Scheduling throughput (issues 4 and 13): 10,000 pods onto 1,000 and onto 5,000 nodes, real store.
 
 Run with `.venv/bin/python benchmarks/scheduler.py [--runs 3] [--pods 10000] [--nodes 1000,5000]`.
 For each node count it writes a store once (Node objects with capacity as the node
 agent reports it, no agent; 10,000 pending Pods, each requesting 100m CPU and 500Mi, as
 kube-scheduler's scheduler_perf SchedulingBasic does), then, per run, copies it and
 starts a fresh process that runs `Scheduler(api).run(stop)` as `kctl daemon` would
-(its own list + watch, bind worker, events) and waits until every pod is bound in the
-store. Reported: pods bound per second from the scheduler's start (its initial list
-included), median of the runs; the process's RSS with everything cached; and, in the
-same run, two baselines that show what the design choices buy: one transaction per
-binding (no batching) and percentageOfNodesToScore=100 (no adaptive percentage).
+(the nodes and pods informers of kctl.client.informer, bind worker, events) and waits
+until every pod is bound in the store. Reported: pods bound per second from the
+scheduler's start (its initial list included), median of the runs; the CPU seconds the
+process used for them (a figure the other load of a shared machine disturbs less than
+wall time); the process's RSS with everything cached; and, in the same run, two
+baselines that show what the design choices buy: one transaction per binding (no
+batching) and percentageOfNodesToScore=100 (no adaptive percentage). The machine's load
+average is printed before and after, to stderr.
 
 Prints a Markdown table; docs/benchmarks.md records a run and this command.
 """
@@ -66,6 +69,7 @@ def rss_mb() -> float:
 
 def child(path: str, pods: int, bind_batch: int, percentage: int | None, shared_informers: bool) -> None:
     """One run, in its own process: schedule until every pod is bound; print JSON."""
+    import resource
     import threading
 
     from kctl.apiserver.server import APIServer
@@ -84,6 +88,8 @@ def child(path: str, pods: int, bind_batch: int, percentage: int | None, shared_
                       settings=SchedulerSettings(bind_batch=bind_batch), informers=informers)
     stop = threading.Event()
     runner = threading.Thread(target=sched.run, args=(stop,))
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu_start = usage.ru_utime + usage.ru_stime
     start = time.perf_counter()
     if informers is not None:
         informers.start(stop)
@@ -91,13 +97,15 @@ def child(path: str, pods: int, bind_batch: int, percentage: int | None, shared_
     while sched.scheduled < pods and time.perf_counter() - start < 600:
         time.sleep(0.005)
     elapsed = time.perf_counter() - start
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = usage.ru_utime + usage.ru_stime - cpu_start
     sched.binder.wait_idle(60)  # the last batch's Scheduled events
     rss = rss_mb()
     stop.set()
     runner.join(60)
     rt = api.resource("pods")
     bound = sum(1 for p in api.list(rt)[0] if p["spec"].get("nodeName"))
-    print(json.dumps({"elapsed": elapsed, "bound": bound, "rss": rss, "base_rss": base_rss,
+    print(json.dumps({"elapsed": elapsed, "cpu": cpu, "bound": bound, "rss": rss, "base_rss": base_rss,
                       "batches": sched.binder.batches, "failed": sched.failed}))
 
 
@@ -127,32 +135,36 @@ def main() -> None:
     parser.add_argument("--bind-batch", type=int, default=500, help=argparse.SUPPRESS)
     parser.add_argument("--percentage", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--informers", action="store_true",
-                        help="feed the scheduler through kctl.client.informer's shared informers "
-                             "(as kctl daemon may) instead of its own list + watch")
+                        help="give the scheduler an InformerFactory to share (as kctl daemon does) instead of "
+                             "letting it make its own (the same informers either way)")
     args = parser.parse_args()
     if args.child:
         child(args.child, args.pods, args.bind_batch, args.percentage or None, args.informers)
         return
     rows = []
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="kctl-bench-sched-") as tmp:
         for nodes in (int(n) for n in args.nodes.split(",")):
             template = os.path.join(tmp, f"template-{nodes}.db")
             build_store(template, nodes, args.pods)
             runs = [run_once(template, tmp, args.pods, informers=args.informers) for _ in range(args.runs)]
             rate = statistics.median(args.pods / r["elapsed"] for r in runs)
+            cpu = statistics.median(r["cpu"] for r in runs)
             rss = statistics.median(r["rss"] for r in runs)
             one = run_once(template, tmp, args.pods, bind_batch=1, informers=args.informers)
             everything = run_once(template, tmp, args.pods, percentage=100, informers=args.informers)
-            rows.append((f"{args.pods:,} pods onto {nodes:,} nodes", f"{rate:,.0f} pods/s",
+            rows.append((f"{args.pods:,} pods onto {nodes:,} nodes", f"{rate:,.0f} pods/s", f"{cpu:.1f} s",
                          f"{args.pods / one['elapsed']:,.0f} pods/s",
                          f"{args.pods / everything['elapsed']:,.0f} pods/s",
                          f"{rss:,.0f} MB", f"{runs[0]['base_rss']:,.0f} MB"))
             print(f"{nodes} nodes: {[round(args.pods / r['elapsed']) for r in runs]} pods/s, "
-                  f"batches {[r['batches'] for r in runs]}", file=sys.stderr)
-    print("| case | kctl (median of %d) | baseline: one transaction per binding | baseline: score every node "
-          "(percentageOfNodesToScore=100) | scheduler process RSS, all cached | RSS before the first list |"
-          % args.runs)
-    print("|---|---|---|---|---|---|")
+                  f"CPU {[round(r['cpu'], 1) for r in runs]} s, batches {[r['batches'] for r in runs]}",
+                  file=sys.stderr)
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", file=sys.stderr)
+    print("| case | kctl (median of %d) | CPU seconds (median) | baseline: one transaction per binding | "
+          "baseline: score every node (percentageOfNodesToScore=100) | scheduler process RSS, all cached | "
+          "RSS before the first list |" % args.runs)
+    print("|---|---|---|---|---|---|---|")
     for row in rows:
         print("| " + " | ".join(row) + " |")
 

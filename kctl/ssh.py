@@ -1,6 +1,6 @@
 """SSH as kctl uses it: one way to build `ssh` command lines, host keys always checked.
 
-Everything kctl does over SSH (the Podman tunnel of kctl.runtime.podman, the control
+Everything kctl does over SSH (the Podman tunnel `SSHTunnel`, used by kctl.runtime.podman, the control
 plane reached by `--server ssh://...`, images copied between hosts) runs the system
 `ssh` client with these options: batch mode (no prompts), a connect timeout,
 keep-alives, the identity given, and host keys checked against a known_hosts file
@@ -13,9 +13,14 @@ kctl keeps its own known_hosts file next to the store (`known_hosts_for_store`);
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import os
+import shutil
 import subprocess
+import tempfile
+import threading
+import time
 import urllib.parse
 from dataclasses import dataclass
 
@@ -55,6 +60,112 @@ def ssh_options(*, identity: str | None = None, known_hosts: str | None = None,
     if port is not None:
         options += ["-p", str(port)]
     return options
+
+
+class SSHError(Exception):
+    """ssh could not be started or gave up (the message ends with ssh's own last word)."""
+
+
+# -- a forwarded socket kept open -------------------------------------------------------------
+
+class SSHTunnel:
+    """`ssh -N -L local.sock:remote.sock` kept alive; host keys are checked, never skipped.
+
+    Used for a remote host's Podman service (kctl.runtime.podman.connection): podman-py's own
+    SSH transport passes `StrictHostKeyChecking no` and starts one ssh per connection; this
+    tunnel is one ssh process per runtime, restarted when it dies. `address.path` is the
+    remote socket; `ensure()` returns the local one (in a private folder of its own).
+    """
+
+    def __init__(self, address: SSHTarget, *, identity: str | None, known_hosts: str | None,
+                 connect_timeout: float) -> None:
+        self.address = address
+        self._identity = identity
+        self._known_hosts = known_hosts
+        self._connect_timeout = connect_timeout
+        self._folder = ""  # made at the first start, kept across restarts
+        self._process: subprocess.Popen[bytes] | None = None
+        self._starting: subprocess.Popen[bytes] | None = None  # an ssh being started (reset() ends it)
+        self._resets = 0  # bumped by reset(): a start under way gives up
+        self._lock = threading.Lock()
+
+    @property
+    def local_socket(self) -> str:
+        """The forwarded socket on this machine."""
+        return os.path.join(self._folder, "podman.sock")
+
+    def command(self) -> list[str]:
+        """argv of the forwarding ssh."""
+        options = ssh_options(identity=self._identity, known_hosts=self._known_hosts,
+                              connect_timeout=self._connect_timeout, port=self.address.port)
+        return ["ssh", "-N", "-T", "-o", "ExitOnForwardFailure=yes", "-o", "StreamLocalBindUnlink=yes",
+                *options, "-L", f"{self.local_socket}:{self.address.path}", self.address.destination]
+
+    def ensure(self) -> str:
+        """The local socket path, (re)starting ssh when it is not running; SSHError when ssh fails."""
+        with self._lock:
+            if self._process is None or self._process.poll() is not None:
+                self._start()
+        return self.local_socket
+
+    def _start(self) -> None:
+        if not self._folder:
+            self._folder = tempfile.mkdtemp(prefix="kctl-ssh-")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.local_socket)
+        log = tempfile.TemporaryFile()
+        resets = self._resets
+        process = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=log)
+        self._starting = process
+        try:
+            deadline = time.monotonic() + self._connect_timeout + 5
+            while not os.path.exists(self.local_socket):
+                if process.poll() is not None or time.monotonic() > deadline or self._resets != resets:
+                    stop_process(process)
+                    log.seek(0)
+                    reason = ssh_verdict(log.read().decode(errors="replace")) or "no socket forwarded"
+                    raise SSHError(f"ssh to {self.address.host}:{self.address.port} failed: {reason}")
+                time.sleep(0.05)
+        finally:
+            self._starting = None
+        self._process = process
+
+    def reset(self) -> None:
+        """End the ssh (also one still starting) without waiting for the lock: the calls over it fail
+        now, and the next call starts a fresh ssh (not one stuck in TCP retransmission)."""
+        self._resets += 1
+        for process in (self._starting, self._process):
+            if process is not None and process.poll() is None:
+                with contextlib.suppress(OSError):
+                    process.kill()
+
+    def close(self) -> None:
+        """Stop the ssh and remove the local socket's folder."""
+        with self._lock:
+            if self._process is not None:
+                stop_process(self._process)
+                self._process = None
+            if self._folder:
+                shutil.rmtree(self._folder, ignore_errors=True)
+                self._folder = ""
+
+
+def ssh_verdict(stderr: str) -> str:
+    """ssh's last word ("Host key verification failed."), not its 1 KB banner of @ lines and advice."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip() and not set(line.strip()) <= {"@"}]
+    return lines[-1][:300] if lines else ""
+
+
+def stop_process(process: subprocess.Popen[bytes], *, grace: float = 5) -> None:
+    """SIGTERM, then SIGKILL after `grace` s; reaped."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def known_hosts_for_store(store_path: str | os.PathLike) -> str:
@@ -140,5 +251,5 @@ def trust_state(offered: list[HostKey], recorded: list[HostKey]) -> str:
     return "trusted" if set(offered) & set(recorded) else "changed"
 
 
-__all__ = ["HostKey", "SSHTarget", "host_pattern", "known_hosts_for_store", "record_host_keys",
-           "recorded_host_keys", "scan_host_keys", "ssh_options", "trust_state"]
+__all__ = ["HostKey", "SSHError", "SSHTarget", "SSHTunnel", "host_pattern", "known_hosts_for_store", "record_host_keys",
+           "recorded_host_keys", "scan_host_keys", "ssh_options", "ssh_verdict", "stop_process", "trust_state"]

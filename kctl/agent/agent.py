@@ -1,22 +1,28 @@
 """The node agent (kctl's kubelet): makes the Pods bound to one Node true on its Podman.
 
 `kctl daemon` (kctl.daemon.server) runs one NodeAgent per Node through a
-NodeAgentSupervisor. An agent:
+NodeAgentSupervisor (kctl.agent.supervisor). An agent:
 
-- lists, then watches, the Pods whose spec.nodeName is its node, and the ConfigMaps and
-  Secrets they may read, into a local cache (re-listing when the watch is Gone);
-- puts each pod's uid on a WorkQueue; `workers` threads take uids and call
-  kctl.agent.podsync.sync_pod (terminate_pod for a pod being deleted, then remove the
-  Pod object), write the status only when it changed, record the events the sync
-  reports, and re-queue the pod after its requeue_after, or after `resync` seconds at
-  the latest (probes ride on that; the resync is crash detection's safety net);
+- follows, through kctl.client.informer Informers (client-go's, as the controllers and
+  the scheduler use), the Pods whose spec.nodeName is its node (filtered by the API
+  server: in node mode only this node's pods cross the SSH connection), and the
+  ConfigMaps and Secrets they may read; an informer re-lists by itself when its watch is
+  Gone or fails. kctl.agent.boundpods serves the pods by uid;
+- puts each pod's uid on a WorkQueue when the pod appears or its spec/metadata change (its
+  own status writes do not), and when a ConfigMap or Secret it reads changes; `workers`
+  threads take uids and call kctl.agent.podsync.sync_pod (terminate_pod for a pod being
+  deleted, then remove the Pod object), write the status only when it changed
+  (kctl.client.statuswriter, re-reading on Conflict), record the events the sync reports,
+  and re-queue the pod after its requeue_after, or after `resync` seconds at the latest
+  (probes ride on that; the resync is crash detection's safety net);
 - follows the runtime's container event stream (kctl.agent.runtime_events, the evented
   PLEG): a container of a pod bound here that dies, is OOM-killed or exits queues its
   pod at once; when the stream comes back after a drop, every pod is queued (a relist);
-- on start, once it has listed, removes Podman pods that no Pod bound here owns;
+- on start, once every informer has listed, removes Podman pods that no Pod bound here
+  owns; only then do the workers start;
 - runs the node Heartbeat (kctl.agent.node).
 
-Nothing here mutates an object handed out by the cache: every reader gets a copy.
+Nothing here mutates an object handed out by an informer: every reader gets a copy.
 One pod's failure is logged and retried with back-off; it never stops the agent.
 """
 
@@ -28,12 +34,14 @@ import threading
 import time
 from typing import TYPE_CHECKING, Callable
 
-from kctl.agent.node import (AGENT_NODE_MODE, ANNOTATION_AGENT, ANNOTATION_PODMAN_URL, ANNOTATION_SSH_IDENTITY,
-                             Heartbeat, node_address)
+from kctl.agent.boundpods import BoundPods
+from kctl.agent.node import Heartbeat
 from kctl.client import events
-from kctl.machinery.errors import Conflict, Gone, NotFound
-from kctl.machinery.times import parse_seconds
+from kctl.client.informer import Informer
+from kctl.client.statuswriter import StatusWriter
 from kctl.client.workqueue import WorkQueue
+from kctl.machinery.errors import Conflict, NotFound
+from kctl.machinery.times import parse_seconds
 from kctl.runtime.interface import ContainerEvent
 
 if TYPE_CHECKING:
@@ -42,10 +50,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("kctl.agent")
 
 COMPONENT = "kubelet"
-#: fields of a status that change without anything having happened
-VOLATILE_FIELDS = ("lastProbeTime", "lastHeartbeatTime")
+#: fields of a Pod's status that change without anything having happened (StatusWriter ignore paths)
+VOLATILE_STATUS_FIELDS = ("conditions[].lastProbeTime", "conditions[].lastHeartbeatTime")
 PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
-WATCHED_KINDS = ("Pod", "ConfigMap", "Secret")
+#: how often the start-up thread looks whether it was stopped while the informers list
+SYNC_POLL_SECONDS = 0.5
 
 
 def _podsync():
@@ -53,13 +62,6 @@ def _podsync():
     from kctl.agent import podsync
 
     return podsync
-
-
-def _rv(obj: dict) -> int:
-    try:
-        return int(obj["metadata"]["resourceVersion"])
-    except (KeyError, TypeError, ValueError):
-        return 0
 
 
 def _meta(obj: dict) -> dict:
@@ -105,77 +107,11 @@ def has_probes(pod: dict) -> bool:
     return any(c.get(p) for c in _containers(pod) for p in PROBES)
 
 
-def _without_volatile(value):
-    """A copy of a status without the fields that change on every look (lastProbeTime...)."""
-    if isinstance(value, dict):
-        return {k: _without_volatile(v) for k, v in value.items() if k not in VOLATILE_FIELDS}
-    if isinstance(value, list):
-        return [_without_volatile(v) for v in value]
-    return value
-
-
-def status_differs(old: dict | None, new: dict | None) -> bool:
-    """Whether writing `new` over `old` would change more than volatile fields."""
-    return _without_volatile(old or {}) != _without_volatile(new or {})
-
-
 def _desired_part(pod: dict) -> dict:
     """What a pod's sync depends on: all but its status and resourceVersion."""
     out = {k: v for k, v in pod.items() if k != "status"}
     out["metadata"] = {k: v for k, v in _meta(pod).items() if k not in ("resourceVersion", "managedFields")}
     return out
-
-
-# -- the cache ------------------------------------------------------------------------------
-
-class _Cache:
-    """Objects by key, never going back to an older resourceVersion; hands out copies."""
-
-    def __init__(self) -> None:
-        self._objects: dict = {}
-        self._lock = threading.Lock()
-
-    def get(self, key) -> dict | None:
-        with self._lock:
-            obj = self._objects.get(key)
-        return copy.deepcopy(obj) if obj is not None else None
-
-    def offer(self, key, obj: dict) -> dict | None:
-        """Store obj unless the cache holds a newer version; returns the version it replaced."""
-        with self._lock:
-            old = self._objects.get(key)
-            if old is not None and _rv(old) > _rv(obj):
-                return old
-            self._objects[key] = obj
-            return old
-
-    def pop(self, key, *, rv: int | None = None) -> dict | None:
-        """Remove key (unless the cached version is newer than rv); the removed object."""
-        with self._lock:
-            old = self._objects.get(key)
-            if old is None or (rv is not None and _rv(old) > rv):
-                return None
-            return self._objects.pop(key)
-
-    def replace(self, objects: dict) -> dict:
-        """Swap in a fresh listing; returns the previous content."""
-        with self._lock:
-            old, self._objects = self._objects, dict(objects)
-            return old
-
-    def keys(self) -> list:
-        with self._lock:
-            return list(self._objects)
-
-    def get_ref(self, key) -> dict | None:
-        """The cached object itself (no copy): read it, never change it."""
-        with self._lock:
-            return self._objects.get(key)
-
-    def values(self) -> list[dict]:
-        """The cached objects themselves: read them, never change them."""
-        with self._lock:
-            return list(self._objects.values())
 
 
 # -- the agent ------------------------------------------------------------------------------
@@ -198,8 +134,7 @@ class NodeAgent:
         self.remote = remote
         self.clock = clock
         self.queue: WorkQueue[str] = WorkQueue(name=f"pods-{node_name}")
-        self.pods = _Cache()  # uid -> Pod bound here
-        self.sources = _Cache()  # (kind, namespace, name) -> ConfigMap | Secret
+        self.status_writer = StatusWriter(api, ignore=VOLATILE_STATUS_FIELDS)
         self._removed: dict[str, dict] = {}  # uid -> last state of a Pod object that is gone
         self._removed_lock = threading.Lock()
         self._finished: set[str] = set()  # uids whose Pod object this agent removed itself
@@ -210,6 +145,9 @@ class NodeAgent:
         self._synced = threading.Event()
         self._go = threading.Event()  # workers may start: synced, or stopping
         self._threads: list[threading.Thread] = []
+        self._informers_stop: threading.Event | None = None  # the stop the running informers were given
+        self._running = False
+        self._make_informers()
         self.heartbeat = (Heartbeat(api, node_name, runtime, interval=heartbeat_interval, internal_ip=host_ip,
                                     before_ready=self.fence)
                           if heartbeat_interval else None)
@@ -222,15 +160,34 @@ class NodeAgent:
                     runtime, node_name=node_name, on_death=self._container_died, on_reconnect=self._relist_runtime,
                     quiet=lambda: self.heartbeat is not None and self.heartbeat.paused)
 
+    def _make_informers(self) -> None:
+        """This agent's informers: Pods bound here (filtered server-side), ConfigMaps, Secrets."""
+        pods = Informer(self.api, "pods", field_selector=f"spec.nodeName={self.node_name}")
+        self.pods = BoundPods(pods)  # uid -> Pod bound here
+        pods.add_handler(self._on_pod_add, self._on_pod_update, self._on_pod_delete)
+        self.sources = {kind: Informer(self.api, resource) for kind, resource in
+                        (("ConfigMap", "configmaps"), ("Secret", "secrets"))}
+        for informer in self.sources.values():
+            informer.add_handler(self._on_source, lambda old, new: self._on_source(new), self._on_source)
+
+    def _informers(self) -> list[Informer]:
+        return [self.pods.informer, *self.sources.values()]
+
     # -- running --------------------------------------------------------------------------
 
     def start(self) -> None:
         """List, clean orphans, then watch and sync in background threads; returns at once."""
-        if self._threads:
+        if self._running:
             return
+        self._running = True
         self._context = self._make_context()
-        self._stop.clear()
-        self._spawn(self._run_watch, f"agent-{self.node_name}-watch")
+        if self._stop.is_set():  # stopped before: a fresh stop for this run's threads
+            self._stop = threading.Event()
+            self._synced.clear()
+            self._go.clear()
+        self.start_informers()
+        stop = self._stop
+        self._spawn(lambda: self._run_start(stop), f"agent-{self.node_name}-start")
         for i in range(self.workers):
             self._spawn(self._run_worker, f"agent-{self.node_name}-worker-{i}")
         if self.container_events is not None:
@@ -238,6 +195,19 @@ class NodeAgent:
         if self.heartbeat is not None:
             self.heartbeat.start()
         log.info("node %s: agent started (%d workers)", self.node_name, self.workers)
+
+    def start_informers(self) -> None:
+        """Start listing and watching Pods, ConfigMaps and Secrets until stop (start() calls it).
+
+        An agent started again after a stop gets fresh informers (an informer runs once).
+        """
+        if self._informers_stop is self._stop:
+            return  # running already
+        if self._informers_stop is not None:
+            self._make_informers()
+        self._informers_stop = self._stop
+        for informer in self._informers():
+            self._threads.append(informer.start(self._stop))
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop watching and syncing (containers keep running); waits up to `timeout` s."""
@@ -255,6 +225,7 @@ class NodeAgent:
         if alive:
             log.warning("node %s: threads still busy after stop: %s", self.node_name, ", ".join(alive))
         self._threads = []
+        self._running = False
         log.info("node %s: agent stopped", self.node_name)
 
     def wait_synced(self, timeout: float | None = None) -> bool:
@@ -282,104 +253,63 @@ class NodeAgent:
                                    remote=self.remote, **copier)
 
     def lookup(self, kind: str, namespace: str, name: str) -> dict | None:
-        """A ConfigMap or Secret from the cache (a copy), None if there is none."""
-        return self.sources.get((kind, namespace, name))
+        """A ConfigMap or Secret from its informer (a copy), None if there is none."""
+        informer = self.sources.get(kind)
+        obj = informer.get(namespace, name) if informer is not None else None
+        return copy.deepcopy(obj) if obj is not None else None
 
-    # -- list and watch -------------------------------------------------------------------
-
-    def _run_watch(self) -> None:
-        rev = None
-        while rev is None and not self._stop.is_set():
-            try:
-                rev = self.relist()
-            except Exception as exc:
-                log.error("node %s: cannot list pods: %s", self.node_name, exc)
-                self._stop.wait(1.0)
-        if rev is None:
+    def _run_start(self, stop: threading.Event) -> None:
+        """Wait for the first lists, remove what no Pod bound here owns, then let the workers go."""
+        for informer in self._informers():
+            while not informer.wait_for_sync(SYNC_POLL_SECONDS):
+                if stop.is_set():
+                    return
+        if stop.is_set():
             return
         self._clean_orphans()
         self._synced.set()
         self._go.set()
-        while not self._stop.is_set():
-            rev = self._watch(rev)
 
-    def relist(self) -> int:
-        """List Pods bound here, ConfigMaps and Secrets; queue what changed; the revision to watch from."""
-        from kctl.machinery.selectors import parse_field_selector
+    # -- informer events ------------------------------------------------------------------
 
-        selector = parse_field_selector(f"spec.nodeName={self.node_name}", kind="Pod")
-        pods, pods_rev = self.api.list(self.api.resource("pods"), field_selector=selector)
-        configmaps, cm_rev = self.api.list(self.api.resource("configmaps"))
-        secrets, secret_rev = self.api.list(self.api.resource("secrets"))
-        self.sources.replace({(o["kind"], _meta(o).get("namespace", ""), _meta(o)["name"]): o
-                              for o in configmaps + secrets})
-        fresh = {_meta(p)["uid"]: p for p in pods}
-        old = self.pods.replace(fresh)
-        for uid, pod in old.items():
-            if uid not in fresh:
-                self._forget_pod(uid, pod)
-        for uid in fresh:
+    def _on_pod_add(self, pod: dict) -> None:
+        uid = _meta(pod).get("uid")
+        if uid:
             self.queue.add(uid)
-        # The three lists may have seen different revisions: watch from the oldest (the
-        # cache ignores versions older than what it holds).
-        return min(pods_rev, cm_rev, secret_rev)
 
-    def _watch(self, rev: int) -> int:
-        """Follow changes after `rev` until stopped; the revision reached (a re-list's on Gone)."""
-        try:
-            for change_type, obj in self.api.watch(None, since=rev, stop=self._stop):
-                rev = max(rev, _rv(obj))
-                try:
-                    self.handle(change_type, obj)
-                except Exception as exc:
-                    log.error("node %s: cannot handle a change of %s %s: %s", self.node_name, obj.get("kind"),
-                              _meta(obj).get("name"), exc, exc_info=log.isEnabledFor(logging.DEBUG))
-        except Gone:
-            log.info("node %s: watch too far behind (Gone): listing again", self.node_name)
-            return self._relist_or(rev)
-        except Exception as exc:
-            log.error("node %s: watch failed: %s; listing again", self.node_name, exc)
-            self._stop.wait(1.0)
-            return self._relist_or(rev)
-        return rev
-
-    def _relist_or(self, rev: int) -> int:
-        try:
-            return self.relist()
-        except Exception as exc:
-            log.error("node %s: cannot list: %s", self.node_name, exc)
-            self._stop.wait(1.0)
-            return rev
-
-    def handle(self, change_type: str, obj: dict) -> None:
-        """Apply one watched change to the cache and queue the pods it concerns."""
-        if obj.get("apiVersion") != "v1" or obj.get("kind") not in WATCHED_KINDS:
+    def _on_pod_update(self, old: dict, new: dict) -> None:
+        """A change of a Pod bound here: queue it unless only its status changed (its own writes)."""
+        old_uid, uid = _meta(old).get("uid"), _meta(new).get("uid")
+        if old_uid != uid:  # deleted and made again under the same name, seen by a re-list
+            self._on_pod_delete(old)
+            self._on_pod_add(new)
             return
-        if obj["kind"] == "Pod":
-            self._handle_pod(change_type, obj)
-        else:
-            self._handle_source(change_type, obj)
+        if _desired_part(old) != _desired_part(new):
+            self.queue.add(uid)
 
-    def _handle_pod(self, change_type: str, pod: dict) -> None:
+    def _on_pod_delete(self, pod: dict) -> None:
+        """A Pod object left this node (deleted, or bound elsewhere): a worker stops its containers."""
         uid = _meta(pod).get("uid", "")
-        bound_here = (pod.get("spec") or {}).get("nodeName") == self.node_name
-        if change_type == "DELETED" or not bound_here:
-            gone = self.pods.pop(uid, rv=_rv(pod))
-            with self._removed_lock:
-                finished = uid in self._finished
-                self._finished.discard(uid)
-            if gone is not None and not finished:
-                self._forget_pod(uid, pod if change_type == "DELETED" else gone)
-            return
-        old = self.pods.offer(uid, pod)
-        if old is None or (_rv(pod) > _rv(old) and _desired_part(old) != _desired_part(pod)):
-            self.queue.add(uid)
+        self.pods.forget(uid)
+        with self._removed_lock:
+            finished = uid in self._finished
+            self._finished.discard(uid)
+        if not finished:
+            self._forget_pod(uid, pod)
 
     def _forget_pod(self, uid: str, last: dict) -> None:
         """A Pod object left this node: its containers are stopped by a worker."""
         with self._removed_lock:
             self._removed[uid] = last
         self.queue.add(uid)
+
+    def _on_source(self, obj: dict) -> None:
+        """A ConfigMap or Secret changed: queue the pods bound here that read it."""
+        meta = _meta(obj)
+        ref, namespace = (obj.get("kind"), meta.get("name")), meta.get("namespace")
+        for pod in self.pods.informer.by_index("namespace", namespace or ""):
+            if ref in references(pod):
+                self.queue.add(_meta(pod)["uid"])
 
     def _container_died(self, event: ContainerEvent) -> None:
         """A container event of the runtime (a ContainerEvent): queue its pod if it is bound here."""
@@ -396,30 +326,16 @@ class NodeAgent:
 
     def _relist_runtime(self) -> None:
         """The container event stream is back after a gap: look at every pod again."""
-        for uid in self.pods.keys():
+        for uid in self.pods.uids():
             self.queue.add(uid)
         with self._removed_lock:
             removed = list(self._removed)
         for uid in removed:
             self.queue.add(uid)
 
-    def _handle_source(self, change_type: str, obj: dict) -> None:
-        meta = _meta(obj)
-        key = (obj["kind"], meta.get("namespace", ""), meta.get("name", ""))
-        if change_type == "DELETED":
-            if self.sources.pop(key, rv=_rv(obj)) is None:
-                return
-        else:
-            old = self.sources.offer(key, obj)
-            if old is not None and _rv(old) > _rv(obj):
-                return
-        for pod in self.pods.values():
-            if _meta(pod).get("namespace") == key[1] and (key[0], key[2]) in references(pod):
-                self.queue.add(_meta(pod)["uid"])
-
     def _clean_orphans(self) -> None:
         try:
-            removed = _podsync().cleanup_orphans(self.runtime, keep_uids=set(self.pods.keys()))
+            removed = _podsync().cleanup_orphans(self.runtime, keep_uids=set(self.pods.uids()))
         except Exception as exc:
             log.error("node %s: orphan clean-up failed: %s", self.node_name, exc)
             return
@@ -576,167 +492,25 @@ class NodeAgent:
                           component=COMPONENT, field_path=spec.field_path, host=self.node_name)
 
     def _write_status(self, pod: dict, status: dict | None) -> bool:
-        """Write the pod's status if it changed; False on a Conflict (after re-reading the pod)."""
-        if status is None or not status_differs(pod.get("status"), status):
+        """Write the pod's status if it changed (re-read on Conflict); False when it kept conflicting."""
+        if status is None:
             return True
-        meta = _meta(pod)
-        new = copy.deepcopy(pod)
-        new["status"] = status
+        deletion = _meta(pod).get("deletionTimestamp")
+
+        def desired(current: dict) -> dict:
+            # A re-read pod whose deletion began (or was undone) meanwhile gets no status from a
+            # sync of the pod before: its next sync (queued by that change) says what is true.
+            if _meta(current).get("deletionTimestamp") != deletion:
+                return current.get("status") or {}
+            return status
+
         try:
-            stored = self.api.update_status(new)
-        except NotFound:
-            return True
+            stored = self.status_writer.write(pod, desired)
         except Conflict:
-            self._reread(pod)
             return False
-        self.pods.offer(meta["uid"], stored)
+        if stored is not None and stored is not pod:
+            self.pods.offer(stored)
         return True
 
-    def _reread(self, pod: dict) -> None:
-        meta = _meta(pod)
-        try:
-            current = self.api.get(self.api.resource("pods"), meta["name"], namespace=meta.get("namespace"))
-        except NotFound:
-            return
-        if _meta(current).get("uid") == meta["uid"]:
-            self.pods.offer(meta["uid"], current)
 
-
-# -- one agent per Node ---------------------------------------------------------------------
-
-def node_connection(node: dict) -> tuple[str, str]:
-    """(Podman URL, SSH identity) from a Node's annotations; "" when unset."""
-    annotations = _meta(node).get("annotations") or {}
-    return annotations.get(ANNOTATION_PODMAN_URL, ""), annotations.get(ANNOTATION_SSH_IDENTITY, "")
-
-
-class NodeAgentSupervisor:
-    """Runs a NodeAgent for every Node with a Podman URL; follows Nodes added, changed, removed.
-
-    A Node whose runtime cannot be made (bad URL, key missing) is tried again every
-    `retry` seconds. Stopping leaves every container running.
-    """
-
-    def __init__(self, api: API, *, runtime_for_node: Callable[[dict], object], retry: float = 10.0,
-                 agent_factory: Callable[..., NodeAgent] = NodeAgent, own_node: str | None = None,
-                 **agent_options) -> None:
-        self.api = api
-        # Node mode (`kctl daemon --server`): the agent of this one Node only. Otherwise every
-        # Node but those whose own host runs their agent (annotated kctl.io/agent=node).
-        self.own_node = own_node
-        self.runtime_for_node = runtime_for_node
-        self.retry = retry
-        self.agent_factory = agent_factory
-        self.agent_options = agent_options
-        self.agents: dict[str, NodeAgent] = {}
-        self._connections: dict[str, tuple[str, str]] = {}
-        self._failures: dict[str, str] = {}  # node -> the last error met starting its agent
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="node-agents", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout: float = 15.0) -> None:
-        """Stop following Nodes and stop every agent (in parallel)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
-        stoppers = [threading.Thread(target=self._retire, args=(agent, timeout), daemon=True)
-                    for agent in self.agents.values()]
-        for thread in stoppers:
-            thread.start()
-        for thread in stoppers:
-            thread.join(timeout)
-        self.agents.clear()
-        self._connections.clear()
-
-    def _run(self) -> None:
-        rt = self.api.resource("nodes")
-        while not self._stop.is_set():
-            try:
-                nodes, rev = self.api.list(rt)
-                self.reconcile(nodes)
-                # Wake on the first Node change, or after `retry` s to retry failed nodes.
-                for _ in self.api.watch(rt, since=rev, stop=self._stop, timeout=self.retry):
-                    break
-            except Exception as exc:
-                log.error("node agents: %s", exc)
-                self._stop.wait(1.0)
-
-    def reconcile(self, nodes: list[dict]) -> None:
-        """Start, restart or stop agents so there is one per usable Node."""
-        wanted: dict[str, dict] = {}
-        owners: dict[str, str] = {}  # Podman URL -> the node it serves
-        for node in sorted(nodes, key=lambda n: _meta(n)["name"]):
-            name, (url, _) = _meta(node)["name"], node_connection(node)
-            if not url or _meta(node).get("deletionTimestamp"):
-                continue
-            if self.own_node is not None:
-                if name != self.own_node:
-                    continue
-            elif (_meta(node).get("annotations") or {}).get(ANNOTATION_AGENT) == AGENT_NODE_MODE:
-                continue  # its own host runs its agent
-            if url in owners:
-                # Two agents on one Podman would remove each other's pods as orphans.
-                self._failed(name, f"its Podman {url} is already node {owners[url]}'s; no agent for it")
-                continue
-            owners[url] = name
-            wanted[name] = node
-        for name in [n for n in self.agents if n not in wanted or
-                     self._connections.get(n) != node_connection(wanted[n])]:
-            self._stop_agent(name)
-        for name, node in wanted.items():
-            if name not in self.agents and not self._stop.is_set():
-                self._start_agent(node)
-
-    def _start_agent(self, node: dict) -> None:
-        name = _meta(node)["name"]
-        url, identity = node_connection(node)
-        try:
-            runtime = self.runtime_for_node(node)
-        except Exception as exc:
-            self._failed(name, f"cannot reach Podman at {url}: {exc}")
-            return
-        try:
-            agent = self.agent_factory(self.api, name, runtime, host_ip=node_address(node),
-                                       remote=url.startswith("ssh://"), **self.agent_options)
-            agent.start()
-        except Exception as exc:
-            self._failed(name, f"cannot start its agent: {type(exc).__name__}: {exc}")
-            close = getattr(runtime, "close", None)
-            if callable(close):
-                close()
-            return
-        self._failures.pop(name, None)
-        self.agents[name] = agent
-        self._connections[name] = (url, identity)
-
-    def _failed(self, name: str, message: str) -> None:
-        """Log a failure to start a node's agent once per distinct error (retries stay quiet)."""
-        (log.debug if self._failures.get(name) == message else log.error)("node %s: %s (retrying)", name, message)
-        self._failures[name] = message
-
-    def _stop_agent(self, name: str) -> None:
-        agent = self.agents.pop(name)
-        self._connections.pop(name, None)
-        self._retire(agent)
-
-    @staticmethod
-    def _retire(agent: NodeAgent, timeout: float = 10.0) -> None:
-        """Stop an agent, then close the runtime connection made for it (SSH tunnel...)."""
-        agent.stop(timeout)
-        close = getattr(agent.runtime, "close", None)
-        if callable(close):
-            try:
-                close()
-            except Exception as exc:
-                log.warning("node %s: closing the runtime connection: %s", agent.node_name, exc)
-
-
-__all__ = ["NodeAgent", "NodeAgentSupervisor", "has_probes", "node_connection", "references", "status_differs"]
+__all__ = ["VOLATILE_STATUS_FIELDS", "NodeAgent", "has_probes", "references"]

@@ -1,9 +1,10 @@
 """Restart and image-pull back-off of the node agent, as the kubelet's (flowcontrol.Backoff).
 
-kctl.agent.podsync asks `ready(key, now)` before restarting a container that exited (or
-pulling an image that failed), and calls `record(key, now)` when it does; while a key is
-not ready the container shows CrashLoopBackOff (or ImagePullBackOff). Keys are
-(pod uid, container name); podsync uses "image:<container>" as the name for pulls.
+The pod logic (kctl.agent.containersync, imagepull, sandbox) asks `ready(key, now)` before
+restarting a container that exited (or pulling an image that failed, or making a Podman
+pod that failed), and calls `record(key, now)` when it does; while a key is not ready
+the container shows CrashLoopBackOff (or ImagePullBackOff). Keys are (pod uid, name):
+the container's name, "image:<container>" for pulls, "sandbox:" for the Podman pod.
 
 The delay starts at `initial` (10 s), doubles on each record up to `maximum` (300 s),
 and starts over once `reset_after` (600 s) went by without a record: a container that

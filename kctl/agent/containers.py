@@ -1,7 +1,7 @@
 """How a kctl Pod becomes Podman objects: names, labels and the runtime specs.
 
-kctl.agent.podsync calls `sandbox_spec` to create a pod's Podman pod and
-`container_spec` for each container it creates; `spec_hash`, `pull_policy` and the
+The pod logic calls `sandbox_spec` to create a pod's Podman pod (kctl.agent.sandbox) and
+`container_spec` for each container it creates (kctl.agent.lifecycle); `spec_hash`, `pull_policy` and the
 name helpers are also used there, by kctl.agent.status, and by `kctl logs`.
 
 Names (Podman's are unique per host, so each carries the pod uid's first 8 characters):

@@ -1,6 +1,6 @@
 """A container's environment, resolved as the kubelet does (makeEnvironmentVariables).
 
-kctl.agent.podsync calls `resolve_env` before creating each container, and
+kctl.agent.lifecycle calls `resolve_env` before creating each container, and
 kctl.agent.containers uses `expand` for `$(VAR)` in command and args;
 kctl.agent.volumes uses `field_value` and `resource_value` for downwardAPI volumes.
 

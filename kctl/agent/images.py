@@ -1,6 +1,6 @@
 """Images without a registry: copy an image a host lacks from a host that has it, and pull secrets.
 
-The pod logic (kctl.agent.podsync) calls `ImageCopier.copy` when a container's image is
+The pod logic (kctl.agent.imagepull) calls `ImageCopier.copy` when a container's image is
 missing on its host and the pull policy allows pulling, but no registry can give it (a
 `localhost/` image, or a pull that failed). The copier looks for a source, in order:
 

@@ -1,6 +1,6 @@
 """Startup, liveness and readiness probes of the node agent, as the kubelet's prober.
 
-kctl.agent.podsync calls `ProbeManager.check` for each running app container on every
+kctl.agent.containersync calls `ProbeManager.check` for each running app container on every
 sync (the node agent re-syncs pods with probes about once a second); the manager keeps,
 per container instance, when each probe last ran and its consecutive successes and
 failures, and says when `failureThreshold` is reached. kctl.agent.status asks `started`

@@ -1,6 +1,6 @@
 """A Pod's status computed from what the runtime shows, as the kubelet's generateAPIPodStatus.
 
-kctl.agent.podsync calls `pod_status` at the end of every sync_pod and terminate_pod
+The pod logic calls `pod_status` at the end of every sync_pod and terminate_pod (kctl.agent.syncstate)
 with the pod's Podman pod (sandbox), all its container instances, the probe results and
 the waiting reasons it met (ErrImagePull, CrashLoopBackOff, ...). The status is
 recomputed each time from those, never patched: only `startTime`, the conditions'

@@ -1,9 +1,10 @@
 """A pod's volumes on a host the agent may only reach through the runtime API.
 
-kctl.agent.podsync calls these to create a pod's named volumes, to mount them into each
-container, and to fill (and refresh) the files of configMap, secret, downwardAPI and
-projected volumes. Nothing here reads or writes files on the machine the agent runs on:
-the host may be remote, so files travel through `Runtime.write_files`.
+The pod logic (kctl.agent.volumesetup, kctl.agent.lifecycle) calls these to create a
+pod's named volumes, to mount them into each container, and to fill (and refresh) the
+files of configMap, secret, downwardAPI and projected volumes. Nothing here reads or
+writes files on the machine the agent runs on: the host may be remote, so files travel
+through `Runtime.write_files`.
 
 - emptyDir: a named runtime volume `kctl_<ns>_<pod>_<uid8>_<volume>` labelled with the
   pod's labels and LABEL_VOLUME; removed with the pod. `medium: Memory` and `sizeLimit`

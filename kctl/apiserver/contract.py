@@ -147,7 +147,7 @@ class API(Protocol):
 
     def write_all(self, ops: list[tuple[str, dict]], *, namespace: str | None = None, dry_run: bool = False,
                   atomic: bool = False) -> list[WriteResult]:
-        """Many writes (apply | create | update | replace | update_status) in one transaction."""
+        """Many writes (apply | create | update | replace | update_status | delete) in one transaction."""
 
     def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> dict:
         """pods/binding: put an unbound pod on a node."""

@@ -31,7 +31,6 @@ import logging
 import os
 import random
 import re
-import secrets
 import threading
 import time
 import uuid
@@ -190,7 +189,7 @@ class APIServer:
         ns = None if (rt is None or not rt.namespaced or namespace is None) else namespace
         matching = set(known or ())
         filtered = label_selector is not None or field_selector is not None
-        for change in self.store.watch(since, stop=stop, timeout=timeout):
+        for change in self.store.watch(since, stop=stop, timeout=timeout, kind=kind):
             if kind is not None and change.kind != kind:
                 continue
             if ns is not None and change.namespace != ns:
@@ -328,7 +327,8 @@ class APIServer:
 
     def write_all(self, ops: list[tuple[str, dict]], *, namespace: str | None = None, dry_run: bool = False,
                   atomic: bool = False) -> list[WriteResult]:
-        """Admit then commit many writes (op: apply | create | update | replace | update_status) in one transaction.
+        """Admit then commit many writes (op: apply | create | update | replace | update_status | delete) in one
+        transaction.
 
         Non-atomic: each object succeeds or fails alone. Atomic: any failure writes nothing
         (every object's error is still reported). A Conflict met at commit prepares the
@@ -501,6 +501,11 @@ class APIServer:
             return self._prepare_update(obj, namespace, subresource="status", dry_run=dry_run)
         if op == "apply":
             return self._prepare_apply(obj, namespace, dry_run=dry_run, pending_namespaces=pending_namespaces)
+        if op == "delete":  # obj names the object (as `delete` does); a resourceVersion in it is a precondition
+            meta = obj.get("metadata") or {}
+            return self._prepare_delete(self.resource_for(obj), meta.get("name") or "",
+                                        meta.get("namespace") or namespace, propagation=None, grace_period=None,
+                                        resource_version=meta.get("resourceVersion"), dry_run=dry_run)
         raise BadRequest(f"unknown write {op!r}")
 
     def _prepare_create(self, obj: dict, namespace: str | None, *, dry_run: bool,
@@ -516,7 +521,7 @@ class APIServer:
         ns = self.namespace_of(rt, namespace, meta)
         if not meta.get("name"):
             if meta.get("generateName"):
-                meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
+                meta["name"] = meta["generateName"] + os.urandom(3).hex()[:5]
             else:
                 raise Invalid(rt.group_kind,
                               FieldError("metadata.name", "Required value: name or generateName is required"))
@@ -689,7 +694,12 @@ class APIServer:
                 raise AlreadyExists(p.rt.group_resource, p.name)
             if p.rt.namespaced:
                 self._check_namespace(txn, p.namespace)
-            return txn.put(kind, p.namespace, p.name, copy.deepcopy(p.obj), event="ADDED")
+            obj = copy.deepcopy(p.obj)
+            if kind == "Service":  # its ClusterIP and node ports, allocated in this transaction
+                from kctl.apiserver.services import strategy
+
+                strategy.before_create(txn, obj, now=now_rfc3339())
+            return txn.put(kind, p.namespace, p.name, obj, event="ADDED")
         if current is None:
             raise NotFound(p.rt.group_resource, p.name)
         if current["metadata"]["resourceVersion"] != p.expect_rv:
@@ -698,6 +708,10 @@ class APIServer:
             new = copy.deepcopy(p.obj)
             if _finished_deleting(new["metadata"]):
                 return self._remove(txn, p.rt, p.namespace, p.name, new)
+            if kind == "Service" and p.subresource != "status":
+                from kctl.apiserver.services import strategy
+
+                strategy.before_update(txn, current, new, now=now_rfc3339())
             return txn.put(kind, p.namespace, p.name, new, event="MODIFIED")
         return self._commit_delete(txn, p, current)
 
@@ -753,6 +767,10 @@ class APIServer:
 
     def _remove(self, txn: Transaction, rt: ResourceType, ns: str, name: str, obj: dict) -> dict:
         removed = txn.delete(rt.group_kind, ns, name, obj)
+        if rt.group_kind == "Service":  # its addresses and node ports go back, in this transaction
+            from kctl.apiserver.services import strategy
+
+            strategy.after_delete(txn, removed, now=now_rfc3339())
         if rt.group_kind == NAMESPACE:
             return removed
         if rt.namespaced and ns:
@@ -938,7 +956,7 @@ def op_is_retryable(op: str, obj: dict | None = None) -> bool:
     """apply re-merges against the newer object; an update retries only without a resourceVersion."""
     if op == "apply":
         return True
-    if op in ("update", "replace", "update_status") and isinstance(obj, dict):
+    if op in ("update", "replace", "update_status", "delete") and isinstance(obj, dict):
         meta = obj.get("metadata")
         return isinstance(meta, dict) and meta.get("resourceVersion") in (None, "")
     return False
@@ -1020,8 +1038,8 @@ def _op_verb(op: str, p: "Prepared | None") -> str:
         return "create" if p is not None and p.verb == "create" else "patch"
     if op in ("update", "replace", "update_status"):
         return "update"
-    if op == "create":
-        return "create"
+    if op in ("create", "delete"):
+        return op
     return {"create": "create", "delete": "delete"}.get(p.verb if p is not None else "", "update")
 
 

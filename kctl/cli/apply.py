@@ -96,7 +96,7 @@ def report(docs, results, *, suffix: str = "", atomic: bool = False, output: str
 def _print_objects(objs: list[dict], output: str) -> None:
     """kubectl apply -o yaml|json: the one object, or a List of them (keys sorted, as `get -o yaml`)."""
     from kctl.output.keyorder import sorted_keys
-    from kctl.manifests.yamlio import dump_json, dump_yaml
+    from kctl.manifests.writer import dump_json, dump_yaml
 
     body = objs[0] if len(objs) == 1 else {"apiVersion": "v1", "items": objs, "kind": "List",
                                             "metadata": {"resourceVersion": ""}}
@@ -167,9 +167,11 @@ def apply(
 
 
 def _label_selector(selector: str | None):
+    if not selector:
+        return None  # the parser (5 ms of imports and regexes) only when there is a selector
     from kctl.machinery.selectors import parse_label_selector
 
-    return parse_label_selector(selector) if selector else None
+    return parse_label_selector(selector)
 
 
 def _parent(applyset: str | None, filename: list[str], namespace: str | None):

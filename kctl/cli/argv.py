@@ -16,8 +16,10 @@ to report.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-import click
+if TYPE_CHECKING:  # Click is imported by the tree these functions are given, not by this module
+    import click
 
 #: spellings pflag takes for a boolean flag's value (strconv.ParseBool)
 TRUE = frozenset({"1", "t", "true", "yes", "y", "on"})
@@ -109,8 +111,50 @@ def verb_of(argv: list[str]) -> str | None:
     return None
 
 
+#: the spellings of `kctl version`'s only option, each with the one value answered without Click
+_VERSION_OUTPUT = {("-o", "json"), ("--output", "json")}
+_VERSION_OUTPUT_JOINED = frozenset({"-ojson", "-o=json", "--output=json"})
+
+
+def plain_version(argv: list[str]) -> tuple[dict[str, str], str | None] | None:
+    """For `kctl [ROOT OPTIONS] version [-o json]`: (the root options given, by name; the output).
+
+    The root options (`--store`, `--server`, `--identity`, as `--opt VALUE` or `--opt=VALUE`) may
+    stand anywhere on the line, as `normalise` lets them; the last of a name counts, as in Click.
+    Any other line (help, another option or value, an argument, `-n`, `--`) gives None: the full
+    Click path answers it.
+    """
+    options: dict[str, str] = {}
+    verb_seen = False
+    output: str | None = None
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        name, eq, value = token.partition("=")
+        if name in ROOT_VALUE_OPTIONS:
+            if not eq:
+                if i + 1 >= len(argv):
+                    return None
+                value = argv[i + 1]
+                i += 1
+            options[name] = value
+        elif token == "version" and not verb_seen:
+            verb_seen = True
+        elif verb_seen and output is None and token in _VERSION_OUTPUT_JOINED:
+            output = "json"
+        elif verb_seen and output is None and i + 1 < len(argv) and (token, argv[i + 1]) in _VERSION_OUTPUT:
+            output = "json"
+            i += 1
+        else:
+            return None
+        i += 1
+    return (options, output) if verb_seen else None
+
+
 def _command_path(root: click.Group, argv: list[str]) -> tuple[list[click.Command], list[int]]:
     """The commands named on the line (verb, sub-command) and where their names stand."""
+    import click
+
     value_options = set(_value_options(root)) | set(_COMMAND_OPTIONS_BEFORE_VERB)
     path: list[click.Command] = []
     positions: list[int] = []
@@ -136,6 +180,8 @@ def _command_path(root: click.Group, argv: list[str]) -> tuple[list[click.Comman
 
 
 def _options(command: click.Command) -> list[click.Option]:
+    import click
+
     return [p for p in command.params if isinstance(p, click.Option)]
 
 
@@ -166,4 +212,4 @@ def _bool_flag(option: click.Option, name: str, value: str, token: str) -> list[
     return []
 
 
-__all__ = ["FALSE", "ROOT_VALUE_OPTIONS", "TRUE", "normalise", "verb_of"]
+__all__ = ["FALSE", "ROOT_VALUE_OPTIONS", "TRUE", "normalise", "plain_version", "verb_of"]

@@ -77,15 +77,23 @@ def api() -> API:
     return ctx.meta[_API_KEY]
 
 
-def _connect(context: CLIContext) -> API:
-    """A new API client for `context`."""
+def _connect(context: CLIContext, *, creating: bool | None = None) -> API:
+    """A new API client for `context` (`creating`: as `open_store`)."""
     if context.server_url:
         from kctl.apiserver.remote import RemoteAPIServer
 
         return RemoteAPIServer(context.server_url, identity=context.identity, warn=warn)
     from kctl.apiserver.server import APIServer
 
-    return APIServer(open_store(context.store_path), warn=warn)
+    return APIServer(open_store(context.store_path, creating=creating), warn=warn)
+
+
+def connect(context: CLIContext, *, creating: bool = False) -> API:
+    """A new API client for `context`, outside any Click command (kctl.cli.main's path without Click).
+
+    `creating`: whether this command may create an explicitly named store that does not exist yet.
+    """
+    return _connect(context, creating=creating)
 
 
 def error_line(exc: APIError) -> str:
@@ -102,10 +110,10 @@ CREATING_COMMANDS = frozenset({("apply",), ("create",), ("daemon",), ("restore",
                                ("sync", "run"), ("node", "add")})
 
 
-def open_store(store_path: str | None = None) -> Store:
+def open_store(store_path: str | None = None, *, creating: bool | None = None) -> Store:
     """The store at `store_path` (default: this command's --store): the default one is created on
     first use; an explicit one (--store/KCTL_STORE) must have an existing folder, and only writing
-    commands create its file.
+    commands create its file (`creating`; None: ask whether the running Click command is one).
 
     A mistyped path is one clear error line, not a new empty store that answers "No resources found".
     """
@@ -113,14 +121,15 @@ def open_store(store_path: str | None = None) -> Store:
 
     from kctl.store.sqlite import Store
 
-    store_path = store_path or current().store_path
+    if not store_path and creating is None:  # a command's own store (connect() passes its context's)
+        store_path = current().store_path
     if not store_path:
         return Store(None)
     path = Path(store_path).expanduser()
     if not path.parent.is_dir():
         _no_store(f"no store at {path}: folder {path.parent} does not exist (check --store/KCTL_STORE; "
                   f"`kctl --store {path} init` creates it)")
-    if not path.exists() and not _creates_store():
+    if not path.exists() and not (_creates_store() if creating is None else creating):
         _no_store(f"no store at {path} (check --store/KCTL_STORE; `kctl --store {path} init` or a first "
                   "`kctl apply` creates it)")
     return Store(path)

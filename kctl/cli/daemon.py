@@ -86,6 +86,20 @@ def daemon(
     default_toleration_seconds: Annotated[float, typer.Option(
         "--default-toleration-seconds", click_type=duration(min=0.0),
         help="Seconds pods without their own not-ready/unreachable toleration stay on such a node.")] = 300.0,
+    max_endpoints_per_slice: Annotated[int, typer.Option(
+        "--max-endpoints-per-slice", min=1, max=1000,
+        help="Most endpoints one EndpointSlice holds (as kube-controller-manager's flag).")] = 100,
+    cluster_cidr: Annotated[str, typer.Option(
+        "--cluster-cidr", metavar="CIDR",
+        help="The pod network: each Node's podCIDR is cut from it by node-ipam-controller.")] = "10.244.0.0/16",
+    node_cidr_mask_size: Annotated[int, typer.Option(
+        "--node-cidr-mask-size", help="Prefix length of each Node's podCIDR.")] = 24,
+    service_cluster_ip_range: Annotated[str, typer.Option(
+        "--service-cluster-ip-range", metavar="CIDR",
+        help="Services' ClusterIPs come from it (the ServiceCIDR \"kubernetes\" in the store).")] = "10.96.0.0/16",
+    service_node_port_range: Annotated[str, typer.Option(
+        "--service-node-port-range", metavar="RANGE",
+        help="Ports NodePort and LoadBalancer Services may use, BASE-LAST.")] = "30000-32767",
     controllers: Annotated[str, typer.Option(
         "--controllers", metavar="LIST",
         help="Controllers to run, comma-separated: '*' all, 'name' enables one, '-name' disables one "
@@ -126,6 +140,14 @@ def daemon(
         chosen = enabled_controllers(controllers)
     except UnknownController as exc:
         raise _usage_error(f"--controllers: {exc}") from None
+    from kctl.apiserver.services.ranges import check_cluster_cidr, parse_port_range, parse_service_cidr
+
+    try:
+        check_cluster_cidr(cluster_cidr, node_cidr_mask_size)
+        parse_service_cidr(service_cluster_ip_range)
+        parse_port_range(service_node_port_range)
+    except ValueError as exc:
+        raise _usage_error(str(exc)) from None
     if image_source and not image_source.startswith(("unix://", "ssh://")):
         raise _usage_error(f"--image-source {image_source!r} is not a unix:// or ssh:// URL")
     from dataclasses import replace
@@ -142,10 +164,18 @@ def daemon(
         node=node, podman_url=podman_url, image_source=image_source, workers=workers, resync=resync,
         heartbeat=heartbeat, backoff_initial=backoff_initial, backoff_max=backoff_max, scheduler_config=config,
         event_ttl=event_ttl, node_monitor_grace_period=node_monitor_grace_period,
-        default_toleration_seconds=default_toleration_seconds, control_plane=not no_controllers,
-        controllers=chosen, agents=agents, node_mode=node_mode)
+        default_toleration_seconds=default_toleration_seconds, max_endpoints_per_slice=max_endpoints_per_slice,
+        control_plane=not no_controllers,
+        controllers=chosen, agents=agents, node_mode=node_mode, cluster_cidr=cluster_cidr,
+        node_cidr_mask_size=node_cidr_mask_size, service_cluster_ip_range=service_cluster_ip_range,
+        service_node_port_range=service_node_port_range)
     configure_logging(log_level.value)
     api = connect.api()
+    if not node_mode:  # as kube-apiserver at start: the Service ranges into the store, the node-port bitmap repaired
+        from kctl.apiserver.services.config import configure
+
+        for warning in configure(api, service_cidr=service_cluster_ip_range, node_port_range=service_node_port_range):
+            logging.getLogger("kctl.daemon").warning("%s", warning)
     try:
         run(settings, api=api)
     except NoLocalPodman as exc:

@@ -235,6 +235,13 @@ kctl drain h2 --ignore-daemonsets
 # Give up after 5 minutes, deleting pods that use emptyDir volumes too
 kctl drain h2 --ignore-daemonsets --delete-emptydir-data --timeout 5m
 """,
+    "expose": """
+# A ClusterIP Service for the web Deployment, port 80 to the pods' 8080
+kctl expose deployment web --port 80 --target-port 8080
+
+# A NodePort Service for one pod, printed and not created
+kctl expose pod web-1 --port 80 --type NodePort --dry-run=client -o yaml
+""",
     "scale": """
 # Scale a deployment to 3 replicas
 kctl scale deployment web --replicas 3

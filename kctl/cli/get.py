@@ -17,7 +17,8 @@ from kctl.cli import connect
 
 if TYPE_CHECKING:
     from kctl.machinery.resources import ResourceType
-    from kctl.output.printers import OutputFormat, PrinterColumn
+    from kctl.output.crdcolumns import PrinterColumn
+    from kctl.output.formats import OutputFormat
 
 #: this module's commands; kctl.cli.main mounts them (main.COMMANDS)
 app = typer.Typer()
@@ -30,6 +31,9 @@ FieldSelOpt = Annotated[Optional[str], typer.Option(
 
 
 def _selectors(rt, selector: Optional[str], field_selector: Optional[str]):
+    """The parsed -l and --field-selector (None each when not given: their parser is not even imported)."""
+    if not selector and not field_selector:
+        return None, None
     from kctl.machinery.selectors import parse_field_selector, parse_label_selector
 
     labels = parse_label_selector(selector) if selector else None
@@ -97,7 +101,7 @@ def _crd_columns(rt: ResourceType) -> tuple[PrinterColumn, ...] | None:
     if not rt.is_custom:
         return None
     from kctl.machinery.errors import NotFound
-    from kctl.output.printers import crd_columns
+    from kctl.output.crdcolumns import crd_columns
 
     server = connect.api()
     try:
@@ -133,7 +137,8 @@ def get(
 ) -> None:
     """Display one or many objects."""
     from kctl.machinery.errors import ClientSideError
-    from kctl.output.printers import parse_output, print_objects, sort_objects
+    from kctl.output.formats import parse_output
+    from kctl.output.printers import print_objects
 
     fmt = parse_output(output)
     watching = watch or watch_only or resource_version is not None
@@ -152,6 +157,8 @@ def get(
         objs, rev = collect(rt, names, namespace=namespace, all_namespaces=all_namespaces, selector=selector,
                             field_selector=field_selector, ignore_not_found=ignore_not_found, missing=missing)
         if sort_by:
+            from kctl.output.sorting import sort_objects
+
             objs = sort_objects(objs, sort_by)
         listed.append((rt, names, objs, rev))
     if missing and (watching or not any(objs for _, _, objs, _ in listed)):
@@ -322,10 +329,16 @@ def describe(
             if uid:
                 evs, _ = server.list(event_rt, namespace=ns or "default") if ns else server.list(event_rt)
                 events = [e for e in evs if (e.get("involvedObject") or {}).get("uid") == uid]
-            replica_sets = None
+            replica_sets = endpoint_slices = None
             if rt.group_kind == "Deployment.apps":
                 replica_sets, _ = server.list(server.resource("replicasets"), namespace=ns)
-            out.append(render(obj, rt, events, replica_sets=replica_sets))
+            if rt.group_kind == "Service":
+                from kctl.machinery.selectors import parse_label_selector
+
+                endpoint_slices, _ = server.list(
+                    server.resource("endpointslices.discovery.k8s.io"), namespace=ns,
+                    label_selector=parse_label_selector(f"kubernetes.io/service-name={obj['metadata']['name']}"))
+            out.append(render(obj, rt, events, replica_sets=replica_sets, endpoint_slices=endpoint_slices))
     if not out:
         print(f"No resources found in {connect.namespace_arg(namespace)} namespace.", file=sys.stderr)
         return

@@ -68,9 +68,9 @@ def ls(
     api = connect.api()
     rows = image_rows(api.list(api.resource("nodes"))[0])
     if output is not None:
-        from kctl.manifests import yamlio
+        from kctl.manifests import writer
 
-        sys.stdout.write(yamlio.dump_json(rows) if output == "json" else yamlio.dump_yaml(rows))
+        sys.stdout.write(writer.dump_json(rows) if output == "json" else writer.dump_yaml(rows))
         return
     if not rows:
         print("No images found.", file=sys.stderr)

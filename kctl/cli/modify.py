@@ -273,7 +273,7 @@ def _edit_one(server, rt, obj: dict, *, output: str, editor: list[str]) -> int:
     import tempfile
 
     from kctl.output.keyorder import sorted_keys
-    from kctl.manifests.yamlio import dump_json, dump_yaml
+    from kctl.manifests.writer import dump_json, dump_yaml
 
     shown = sorted_keys(obj)  # kubectl's order, as `get -o yaml`
     original = dump_json(shown) if output == "json" else dump_yaml(shown)
@@ -334,7 +334,8 @@ def _save_edit(server, rt, obj: dict, edited: str) -> list[str]:
     """Store the edited text as a merge patch on the live object; on failure, the lines saying why."""
     from kctl.machinery.errors import APIError, Invalid
     from kctl.machinery.patch import create_merge_patch
-    from kctl.manifests.yamlio import ManifestError, load_documents
+    from kctl.manifests.errors import ManifestError
+    from kctl.manifests.yamlio import load_documents
 
     meta = obj["metadata"]
     try:

@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from kctl import __version__
 from kctl.cli import connect
 
 #: this module's commands; kctl.cli.main mounts them (main.COMMANDS)
@@ -110,18 +109,9 @@ def version(
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="'json' for scripts.")] = None,
 ) -> None:
     """Print kctl's version, the Kubernetes API its schemas follow, and the store."""
-    import json
+    from kctl.cli.version import print_version  # kctl.cli.main answers a plain `kctl version` with it too
 
-    server = connect.api()
-    info = {"clientVersion": {"gitVersion": f"v{__version__}"},
-            "kubernetesAPI": "1.37",
-            "store": {"path": server.where, "revision": server.revision()}}
-    if output == "json":
-        print(json.dumps(info, indent=2))
-        return
-    print(f"Client Version: v{__version__}")
-    print("Kubernetes API: 1.37 (schemas)")
-    print(f"Store: {server.where} (revision {server.revision()})")
+    print_version(connect.api(), output=output)
 
 
 @app.command()

@@ -196,15 +196,16 @@ def status(
     ns = None if all_namespaces else connect.namespace_arg(namespace)
     sources = [api.get(rt, name, namespace=ns or "default")] if name else api.list(rt, namespace=ns)[0]
     if output in ("json", "yaml"):
-        from kctl.manifests import yamlio
+        from kctl.manifests import writer
 
         data = [status_summary(s) for s in sources]
-        text = yamlio.dump_json(data) if output == "json" else yamlio.dump_yaml(data)
+        text = writer.dump_json(data) if output == "json" else writer.dump_yaml(data)
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
     if output not in (None, "", "wide"):
         raise typer.BadParameter(f'"{output}": use json or yaml', param_hint="'-o'")
-    from kctl.output.printers import parse_output, print_objects
+    from kctl.output.formats import parse_output
+    from kctl.output.printers import print_objects
 
     print_objects(sources, rt, parse_output(output), sys.stdout, namespace=ns, all_namespaces=all_namespaces)
 

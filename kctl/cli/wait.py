@@ -152,7 +152,7 @@ def parse_for(text: str) -> Waiter:
 def _parse_jsonpath(body: str, whole: str) -> JSONPathValue:
     from kctl.machinery.errors import BadRequest
     from kctl.output.jsonpath import parse_template
-    from kctl.output.printers import relaxed_jsonpath
+    from kctl.output.formats import relaxed_jsonpath
 
     if body.startswith("{"):
         depth, end, quote = 0, -1, ""

@@ -99,7 +99,7 @@ def _round(number: int, changed: int, files: list[str], recursive: bool, namespa
     """One apply of every file, atomic, with its header; errors printed, never raised."""
     from kctl.machinery.errors import APIError
     from kctl.cli.apply import apply_documents, read_documents
-    from kctl.manifests.yamlio import ManifestError
+    from kctl.manifests.errors import ManifestError
 
     header = f"--- round {number}"
     if changed:

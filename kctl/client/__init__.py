@@ -4,7 +4,8 @@ Read bottom-up: `workqueue` (de-duplicated, per-key serialised queue with back-o
 `informer` (list + watch into an indexed cache, shared per resource), `expectations`
 (creations/deletions in flight), `leader` (Lease-based leader election), `retry`
 (`retry_on_conflict` for read-modify-write), `claim` (ControllerRefManager: adopt orphans,
-release what stopped matching), `tolerations` (v1 Toleration.ToleratesTaint).
+release what stopped matching), `tolerations` (v1 Toleration.ToleratesTaint), `errors`
+(temporary vs permanent errors), `statuswriter` (status written only when it changed).
 
 Used by the controllers (kctl/controllers/), the scheduler (kctl/scheduler/), the node
 agents (kctl/agent/) and the daemon's composition (kctl/daemon/); it sits on the API

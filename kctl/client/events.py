@@ -8,7 +8,9 @@ reason, message and source) is not stored again: the existing Event's `count` an
 index (never by listing the namespace's Events).
 
 `record` never raises: an Event is best effort, and failing to write one must not stop
-the work it reports (the failure is logged).
+the work it reports (the failure is logged). `record_all` records many Events at once, the
+new ones in one transaction (client-go's broadcaster batches its sink writes likewise);
+controllers use it for the Events of a reconcile pass (kctl.controllers.base.DeferredEvents).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable
 
 from kctl.machinery.errors import AlreadyExists, APIError, Conflict, NotFound
 
@@ -160,18 +163,8 @@ def _matches(event: dict, key: _Key) -> bool:
 
 def _create(api: API, involved: dict, namespace: str, *, type: str, reason: str, message: str, component: str,
             field_path: str, host: str) -> dict:
-    now = _now()
-    source = {"component": component}
-    if host:
-        source["host"] = host
-    event = {
-        "apiVersion": "v1", "kind": "Event",
-        "metadata": {"namespace": namespace},
-        "involvedObject": involved_reference(involved, field_path=field_path),
-        "reason": reason, "message": message, "type": type, "source": source,
-        "firstTimestamp": now, "lastTimestamp": now, "count": 1,
-        "reportingComponent": component, "reportingInstance": host,
-    }
+    event = _event_object(involved, namespace, type=type, reason=reason, message=message, component=component,
+                          field_path=field_path, host=host)
     base = (involved.get("metadata") or {}).get("name") or "event"
     for suffix in (f"{time.time_ns():x}", secrets.token_hex(8)):
         event["metadata"]["name"] = f"{base}.{suffix}"
@@ -182,4 +175,83 @@ def _create(api: API, involved: dict, namespace: str, *, type: str, reason: str,
     raise APIError(f"no free Event name for {base}")
 
 
-__all__ = ["record", "involved_reference"]
+def _event_object(involved: dict, namespace: str, *, type: str, reason: str, message: str, component: str,
+                  field_path: str, host: str, count: int = 1) -> dict:
+    """A new Event (metadata.name still to be set)."""
+    now = _now()
+    source = {"component": component}
+    if host:
+        source["host"] = host
+    event = {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"namespace": namespace},
+        "involvedObject": involved_reference(involved, field_path=field_path),
+        "reason": reason, "message": message, "type": type, "source": source,
+        "firstTimestamp": now, "lastTimestamp": now, "count": count,
+        "reportingComponent": component, "reportingInstance": host,
+    }
+    return event
+
+
+@dataclass(frozen=True)
+class EventRequest:
+    """One Event to record with `record_all` (the arguments of `record`)."""
+
+    involved: dict
+    type: str
+    reason: str
+    message: str
+    component: str
+    field_path: str = ""
+    host: str = ""
+
+
+def record_all(api: API, requests: Iterable[EventRequest]) -> None:
+    """`record` for many Events: the new ones created in one transaction, repeats bumped. Never raises.
+
+    Requests repeating one Event (same object, reason, message, source) count once each,
+    as if recorded one after another; an Event this process recorded before is bumped.
+    """
+    grouped: dict[_Key, tuple[EventRequest, int]] = {}
+    for req in requests:
+        meta = req.involved.get("metadata") or {}
+        namespace = meta.get("namespace") or DEFAULT_NAMESPACE
+        key: _Key = (api.where, namespace, meta.get("uid", ""), req.reason, req.message[:MAX_MESSAGE],
+                     req.component, req.host, req.field_path)
+        first, count = grouped.get(key, (req, 0))
+        grouped[key] = (first, count + 1)
+    try:
+        _record_grouped(api, grouped)
+    except Exception as exc:  # best effort: log and carry on
+        log.warning("cannot record %d events: %s", len(grouped), exc)
+
+
+def _record_grouped(api: API, grouped: dict[_Key, tuple[EventRequest, int]]) -> None:
+    creates: list[tuple[_Key, EventRequest, dict]] = []
+    for key, (req, count) in grouped.items():
+        if _INDEX.get(key) is not None:  # seen before: bump it (one update per repeat, as record does)
+            for _ in range(count):
+                record(api, req.involved, type=req.type, reason=req.reason, message=req.message,
+                       component=req.component, field_path=req.field_path, host=req.host)
+            continue
+        event = _event_object(req.involved, key[1], type=req.type, reason=req.reason, message=key[4],
+                              component=req.component, field_path=req.field_path, host=req.host, count=count)
+        base = (req.involved.get("metadata") or {}).get("name") or "event"
+        event["metadata"]["name"] = f"{base}.{time.time_ns():x}{secrets.token_hex(2)}"
+        creates.append((key, req, event))
+    if not creates:
+        return
+    results = api.write_all([("create", event) for _, _, event in creates])
+    for (key, req, _), result in zip(creates, results):
+        if result.error is None and result.obj is not None:
+            _INDEX.put(key, result.obj["metadata"]["name"])
+        elif isinstance(result.error, AlreadyExists):  # a name clash: the one-at-a-time path picks another
+            record(api, req.involved, type=req.type, reason=req.reason, message=req.message,
+                   component=req.component, field_path=req.field_path, host=req.host)
+        elif result.error is not None:
+            meta = req.involved.get("metadata") or {}
+            log.warning("cannot record event %s for %s %s/%s: %s", req.reason, req.involved.get("kind"),
+                        meta.get("namespace", ""), meta.get("name"), result.error)
+
+
+__all__ = ["EventRequest", "record", "record_all", "involved_reference"]

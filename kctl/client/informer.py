@@ -2,7 +2,9 @@
 
 Controllers (kctl/controllers/*) get their informers from the `InformerFactory` the
 ControllerManager hands them in their context, so every controller that needs pods
-shares one pod cache and one store watch. An `Informer`:
+shares one pod cache and one store watch; the scheduler (kctl/scheduler) registers on
+the same factory's nodes and pods informers (or makes a factory of its own), and the node
+agents use it too. An `Informer`:
 
 - lists the resource through the APIServer, then watches from the list's revision; on
   Gone (the change log was compacted past it) it lists again, and on any other watch
@@ -13,7 +15,21 @@ shares one pod cache and one store watch. An `Informer`:
   a handler added after start is first given `on_add` for every cached object;
 - keeps indexes: "namespace", "owner" (ownerReferences[].uid), "node" (spec.nodeName)
   and any added with `add_index(name, fn)`; an event costs O(number of indexes);
-- optionally re-delivers `on_update(obj, obj)` for every object every `resync` seconds.
+- optionally re-delivers `on_update(obj, obj)` for every object every `resync` seconds;
+- optionally holds only the objects a `label_selector` and/or `field_selector` select
+  (client-go's filtered informer, `WithTweakListOptions`): both go to the API's list and
+  watch, which filter server-side; an object that stops matching is DELETED for this
+  informer (and one that starts matching ADDED), as a selector-filtered watch reports it.
+  `InformerFactory.informer("pods", field_selector="spec.nodeName=h1")` shares one such
+  informer per (resource, selectors);
+- reports each event's trip to observers added with `observe(fn)`, for latency metrics:
+  `fn(Delivery)` after the handlers ran, with `time.monotonic()` stamps of when the watch
+  (or list) handed the change over, when the first handler was called and when the last
+  returned. Event -> reconcile latency is then `reconcile start - delivery.received`
+  (the store's commit time is not carried by a change; in one process the watch wakes
+  at once on a commit, so `received` trails it by the informer's backlog only; the
+  Delivery's `revision` joins it to a caller's own record of when it wrote that revision).
+  The local API's watch of one kind decodes only that kind's changes (Store.watch(kind=)).
 
 **Objects in the cache are shared** with every other reader: never change one; take a
 `copy.deepcopy` first and write the copy through the API.
@@ -24,6 +40,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from kctl.machinery.errors import Gone
@@ -31,7 +48,7 @@ from kctl.machinery.errors import Gone
 if TYPE_CHECKING:
     from kctl.apiserver.contract import API
     from kctl.machinery.resources import ResourceType
-    from kctl.machinery.selectors import LabelSelector
+    from kctl.machinery.selectors import FieldSelector, LabelSelector
 
 log = logging.getLogger("kctl.client.informer")
 
@@ -40,6 +57,7 @@ AddHandler = Callable[[dict], None]
 UpdateHandler = Callable[[dict, dict], None]
 DeleteHandler = Callable[[dict], None]
 _Key = tuple[str, str]  # (namespace or "", name)
+_Event = tuple[str, "dict | None", dict]  # (ADDED | MODIFIED | DELETED, old object or None, object)
 
 #: re-list back-off after a failed list or watch: first and largest delay (seconds)
 RETRY_BASE_SECONDS = 0.2
@@ -94,6 +112,41 @@ def as_label_selector(selector: object) -> "LabelSelector | None":
     raise TypeError(f"not a label selector: {selector!r}")
 
 
+def as_field_selector(selector: object, *, kind: str | None = None) -> "FieldSelector | None":
+    """A FieldSelector from a FieldSelector or `--field-selector` text (parsed for `kind`'s
+    field labels; BadRequest if invalid); None for None or an empty selector."""
+    from kctl.machinery.selectors import FieldSelector, parse_field_selector
+
+    if selector is None:
+        return None
+    if isinstance(selector, str):
+        selector = parse_field_selector(selector, kind=kind)
+    if not isinstance(selector, FieldSelector):
+        raise TypeError(f"not a field selector: {selector!r}")
+    return None if selector.is_empty else selector
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One event's trip through an informer (given to `Informer.observe` observers).
+
+    Times are `time.monotonic()`: `received` when the watch (or a list) handed the change
+    to the informer, `dispatched` when the first handler was called, `done` when the last
+    one returned.
+    """
+
+    type: str  # ADDED | MODIFIED | DELETED
+    namespace: str
+    name: str
+    revision: int
+    received: float
+    dispatched: float
+    done: float
+
+
+Observer = Callable[[Delivery], None]
+
+
 class _Handler:
     __slots__ = ("on_add", "on_update", "on_delete")
 
@@ -106,9 +159,14 @@ class Informer:
     """List + watch of one resource into an indexed cache, with event handlers (see module doc)."""
 
     def __init__(self, api: API, resource: "ResourceType | str", *, resync: float = 0.0,
-                 retry_base: float = RETRY_BASE_SECONDS, retry_cap: float = RETRY_CAP_SECONDS) -> None:
+                 retry_base: float = RETRY_BASE_SECONDS, retry_cap: float = RETRY_CAP_SECONDS,
+                 label_selector: object = None, field_selector: object = None) -> None:
         self.api = api
         self.rt = api.resource(resource) if isinstance(resource, str) else resource
+        #: only objects these select are listed, watched and cached (None: all)
+        label = as_label_selector(label_selector)
+        self.label_selector = None if label is None or label.is_empty else label
+        self.field_selector = as_field_selector(field_selector, kind=self.rt.kind)
         self.resync = resync
         self.retry_base = retry_base
         self.retry_cap = retry_cap
@@ -123,11 +181,17 @@ class Informer:
         self._indices: dict[str, dict[str, dict[_Key, None]]] = {name: {} for name in self._indexers}
         self._indexed: dict[str, dict[_Key, tuple[str, ...]]] = {name: {} for name in self._indexers}
         self._handlers: list[_Handler] = []
+        self._observers: list[Observer] = []
+        #: events delivered to the handlers (re-list differences included, resyncs not)
+        self.delivered = 0
         self._synced = threading.Event()
         self._thread: threading.Thread | None = None
 
     def __repr__(self) -> str:
-        return f"Informer({self.rt.group_resource}, {len(self._items)} cached, rev {self.revision})"
+        selectors = ", ".join(f"{what}={sel}" for what, sel in (("labels", self.label_selector),
+                                                                   ("fields", self.field_selector)) if sel)
+        return (f"Informer({self.rt.group_resource}{', ' + selectors if selectors else ''}, "
+                f"{len(self._items)} cached, rev {self.revision})")
 
     # -- registration --------------------------------------------------------------------
 
@@ -142,6 +206,15 @@ class Informer:
             if on_add is not None:
                 for obj in existing:
                     self._call(on_add, obj)
+
+    def observe(self, fn: Observer) -> None:
+        """Call `fn(Delivery)` after the handlers ran for each event (see Delivery; for latency metrics).
+
+        It runs on the informer's thread, so it must be quick (append to a list, bump a
+        histogram); an observer that raises is logged and skipped.
+        """
+        with self._dispatch:
+            self._observers.append(fn)
 
     def add_index(self, name: str, fn: IndexFunc) -> None:
         """Index the cache by `fn(obj)` (a list of strings); query it with `by_index(name, value)`."""
@@ -226,14 +299,27 @@ class Informer:
         need_list = True
         while not stop.is_set():
             try:
+                filtered = self.label_selector is not None or self.field_selector is not None
                 if need_list:
-                    items, rev = self.api.list(self.rt)
+                    if filtered:
+                        items, rev = self.api.list(self.rt, label_selector=self.label_selector,
+                                                   field_selector=self.field_selector)
+                    else:
+                        items, rev = self.api.list(self.rt)
                     self.lists += 1
                     self._replace(items, rev)
                     need_list = False
                     failures = 0
                 timeout = max(0.0, next_resync - time.monotonic()) if next_resync is not None else None
-                for type_, obj in self.api.watch(self.rt, since=self.revision, stop=stop, timeout=timeout):
+                if filtered:  # the server reports an object that stops matching as DELETED
+                    with self._lock:
+                        known = set(self._items)
+                    changes = self.api.watch(self.rt, since=self.revision, stop=stop, timeout=timeout,
+                                             label_selector=self.label_selector,
+                                             field_selector=self.field_selector, known=known)
+                else:
+                    changes = self.api.watch(self.rt, since=self.revision, stop=stop, timeout=timeout)
+                for type_, obj in changes:
                     self._apply(type_, obj)
                     if next_resync is not None and time.monotonic() >= next_resync:
                         break
@@ -257,7 +343,8 @@ class Informer:
 
     def _replace(self, items: list[dict], rev: int) -> None:
         """Make the cache equal a fresh list; dispatch only the differences."""
-        events: list[tuple[str, dict | None, dict]] = []
+        received = time.monotonic()
+        events: list[_Event] = []
         with self._lock:
             seen: set[_Key] = set()
             for obj in items:
@@ -273,10 +360,11 @@ class Informer:
             for key in [k for k in self._items if k not in seen]:
                 events.append(("DELETED", None, self._remove(key)))
             self.revision = rev
-        self._dispatch_all(events)
+        self._dispatch_all(events, received)
         self._synced.set()
 
     def _apply(self, type_: str, obj: dict) -> None:
+        received = time.monotonic()
         key = _key(obj)
         with self._lock:
             old = self._items.get(key)
@@ -291,12 +379,12 @@ class Informer:
                 event = ("ADDED", None, obj) if old is None else ("MODIFIED", old, obj)
             self.revision = max(self.revision, _revision(obj))
         if event is not None:
-            self._dispatch_all([event])
+            self._dispatch_all([event], received)
 
     def _resync(self) -> None:
         with self._lock:
             items = list(self._items.values())
-        self._dispatch_all([("MODIFIED", obj, obj) for obj in items])
+        self._dispatch_all([("MODIFIED", obj, obj) for obj in items], None)
 
     def _store(self, key: _Key, obj: dict) -> None:
         """Put obj in the cache and its indexes (holding _lock)."""
@@ -342,12 +430,17 @@ class Informer:
                         del index[value]
         return obj
 
-    def _dispatch_all(self, events: list[tuple[str, dict | None, dict]]) -> None:
+    def _dispatch_all(self, events: list[_Event], received: float | None) -> None:
+        """Call the handlers for each event in turn; `received` None: a resync (not counted or observed)."""
         if not events:
             return
         with self._dispatch:
             handlers = list(self._handlers)
+            observers = self._observers if received is not None else ()
+            if received is not None:
+                self.delivered += len(events)
             for type_, old, obj in events:
+                dispatched = time.monotonic() if observers else 0.0
                 for h in handlers:
                     if type_ == "ADDED":
                         if h.on_add is not None:
@@ -357,6 +450,19 @@ class Informer:
                             self._call(h.on_update, old, obj)
                     elif h.on_delete is not None:
                         self._call(h.on_delete, obj)
+                if observers:
+                    self._observed(observers, type_, obj, received, dispatched)
+
+    def _observed(self, observers: list[Observer], type_: str, obj: dict, received: float,
+                  dispatched: float) -> None:
+        namespace, name = _key(obj)
+        delivery = Delivery(type_, namespace, name, _revision(obj), received, dispatched, time.monotonic())
+        for fn in observers:
+            try:
+                fn(delivery)
+            except Exception:
+                log.exception("informer %s: observer %s failed", self.rt.group_resource,
+                              getattr(fn, "__qualname__", fn))
 
     def _call(self, fn: Callable, *args: dict) -> None:
         try:
@@ -377,15 +483,24 @@ class InformerFactory:
         self._informers: dict[str, Informer] = {}
         self._stop: threading.Event | None = None
 
-    def informer(self, resource: "str | ResourceType") -> Informer:
+    def informer(self, resource: "str | ResourceType", *, label_selector: object = None,
+                 field_selector: object = None) -> Informer:
         """The informer of a resource ("pods", "deployments.apps", a ResourceType); started if
-        the factory already runs."""
+        the factory already runs. With selectors (text or parsed; see Informer), one shared
+        informer per resource and selectors, holding only what they select."""
         rt = self.api.resource(resource) if isinstance(resource, str) else resource
+        label = as_label_selector(label_selector)
+        label = None if label is None or label.is_empty else label
+        fields = as_field_selector(field_selector, kind=rt.kind)
+        key = rt.group_kind
+        if label is not None or fields is not None:
+            labels = "(nothing)" if label is not None and label.match_nothing else str(label or "")
+            key = f"{key}?labels={labels}&fields={fields or ''}"
         with self._lock:
-            informer = self._informers.get(rt.group_kind)
+            informer = self._informers.get(key)
             if informer is None:
-                informer = Informer(self.api, rt, resync=self.resync)
-                self._informers[rt.group_kind] = informer
+                informer = Informer(self.api, rt, resync=self.resync, label_selector=label, field_selector=fields)
+                self._informers[key] = informer
                 if self._stop is not None:
                     informer.start(self._stop)
             return informer
@@ -415,5 +530,5 @@ class InformerFactory:
         return all(i.has_synced() for i in self.informers())
 
 
-__all__ = ["BUILTIN_INDEXES", "Informer", "InformerFactory", "as_label_selector", "node_index", "namespace_index",
-           "owner_index"]
+__all__ = ["BUILTIN_INDEXES", "Delivery", "Informer", "InformerFactory", "Observer", "as_field_selector",
+           "as_label_selector", "node_index", "namespace_index", "owner_index"]

@@ -13,7 +13,12 @@ handlers add object keys, worker threads take them and reconcile. The node agent
 - `add_rate_limited` re-queues after an exponential per-key back-off that `forget`
   resets (call it when the key succeeded).
 
-Nothing polls: getters and the timer sleep on condition variables.
+Nothing polls: getters and the timer sleep on condition variables, and an `add` wakes a
+waiting getter at once. For latency metrics (client-go's queue_duration), `observe(fn)`
+calls `fn(QueueWait)` each time `get` hands a key out: when the key was first added since
+it was last handed out, from which thread (an informer's, for an event), and when it was
+taken; benchmarks/deployment.py joins it with the informer's deliveries
+(kctl.client.informer.Informer.observe) to measure event -> reconcile latency.
 """
 
 from __future__ import annotations
@@ -27,6 +32,19 @@ from dataclasses import dataclass
 from typing import Callable, Generic, Hashable, TypeVar
 
 K = TypeVar("K", bound=Hashable)
+
+
+@dataclass(frozen=True)
+class QueueWait:
+    """One key's wait in the queue, given to `WorkQueue.observe` observers (times from the queue's clock)."""
+
+    key: Hashable
+    #: when the key was first added since it was last handed out
+    added: float
+    #: threading.get_ident() of the thread that made that add (an informer's thread for an event)
+    thread: int
+    #: when `get` handed it to a worker (the reconcile starts now)
+    taken: float
 
 
 @dataclass(frozen=True)
@@ -62,6 +80,8 @@ class WorkQueue(Generic[K]):
         self._timer_cond = threading.Condition()
         self._timer: threading.Thread | None = None
         self._failures: dict[K, int] = {}
+        self._observers: list[Callable[[QueueWait], None]] = []
+        self._added: dict[K, tuple[float, int]] = {}  # first add (time, thread) per key, while observed
 
     # -- adding --------------------------------------------------------------------------
 
@@ -71,6 +91,8 @@ class WorkQueue(Generic[K]):
             if self._shutting_down or key in self._dirty:
                 return
             self._dirty.add(key)
+            if self._observers:
+                self._added.setdefault(key, (self._clock(), threading.get_ident()))
             if key in self._processing:
                 return
             self._queue.append(key)
@@ -130,7 +152,20 @@ class WorkQueue(Generic[K]):
             key = self._queue.popleft()
             self._processing.add(key)
             self._dirty.discard(key)
-            return key
+            first = self._added.pop(key, None)
+            observers = list(self._observers) if first is not None else ()
+        for fn in observers:
+            fn(QueueWait(key, first[0], first[1], self._clock()))
+        return key
+
+    def observe(self, fn: Callable[[QueueWait], None]) -> None:
+        """Call `fn(QueueWait)` (on the getting thread, before `get` returns) for each key handed out.
+
+        Keys added before the first observer came are not reported. `fn` must be quick
+        and must not raise.
+        """
+        with self._cond:
+            self._observers.append(fn)
 
     def done(self, key: K) -> None:
         """Processing of `key` ended; if it was added meanwhile it is queued again now."""
@@ -205,4 +240,4 @@ class WorkQueue(Generic[K]):
         return ready
 
 
-__all__ = ["ExponentialBackoff", "WorkQueue"]
+__all__ = ["ExponentialBackoff", "QueueWait", "WorkQueue"]

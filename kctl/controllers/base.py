@@ -10,11 +10,16 @@ writes Events for a controller (kctl.client.events.record, never raises); `Defer
 holds a reconcile pass's Events until the pass ends, and `DeferredEvents.flush_all()`
 (called by the manager when a term ends, e.g. on SIGTERM) records those of passes that
 did not finish, so no Event about a write already made is lost on a clean stop.
+`handle_reconcile_error` is what the manager does when a reconcile raises (client-go's
+handleErr): a temporary error (kctl.client.errors) re-queues the key rate-limited; a
+permanent one records a Warning Event on the object and looks at the key again only after
+`ControllerSettings.permanent_error_retry_seconds` (or when the object changes).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 import time
 import weakref
@@ -29,6 +34,8 @@ if TYPE_CHECKING:
     from kctl.client.informer import InformerFactory
     from kctl.client.workqueue import WorkQueue
 
+log = logging.getLogger("kctl.controllers")
+
 #: "namespace/name", or "name" for a cluster-scoped object
 ObjectKey = NewType("ObjectKey", str)
 
@@ -41,6 +48,8 @@ class ControllerSettings:
     burst_replicas: int = 500
     #: seconds between informer resyncs (on_update(obj, obj) for every object); 0 = never
     resync_seconds: float = 0.0
+    #: seconds before a key whose reconcile failed permanently runs again (unless its object changes first)
+    permanent_error_retry_seconds: float = 300.0
 
 
 class Recorder:
@@ -60,6 +69,13 @@ class Recorder:
 
     def __call__(self, obj: dict, type_: str, reason: str, message: str) -> None:
         self.event(obj, type_, reason, message)
+
+    def events(self, items: list[tuple[dict, str, str, str]]) -> None:
+        """Record many (obj, type, reason, message) Events, the new ones in one transaction. Never raises."""
+        from kctl.client import events
+
+        events.record_all(self.api, [events.EventRequest(obj, type_, reason, message, self.component, host=self.host)
+                                     for obj, type_, reason, message in items])
 
 
 class DeferredEvents:
@@ -96,8 +112,7 @@ class DeferredEvents:
             with self._lock:
                 self._running.pop(ident, None)
                 taken, pending[:] = list(pending), []
-            for args in taken:
-                self._record(*args)
+            self._record_all(taken)
 
     def add(self, obj: dict, type_: str, reason: str, message: str) -> None:
         pending = getattr(self._local, "pending", None)
@@ -113,8 +128,7 @@ class DeferredEvents:
             taken = [args for pending in self._running.values() for args in pending]
             for pending in self._running.values():
                 pending.clear()
-        for args in taken:
-            self._record(*args)
+        self._record_all(taken)
         return len(taken)
 
     @classmethod
@@ -125,6 +139,17 @@ class DeferredEvents:
     def _record(self, obj: dict, type_: str, reason: str, message: str) -> None:
         if self.recorder is not None:
             self.recorder.event(obj, type_, reason, message)  # never raises
+
+    def _record_all(self, taken: list[tuple[dict, str, str, str]]) -> None:
+        """A pass's Events in one transaction (one fsync, not one per Event: they sat on the critical path)."""
+        if self.recorder is None or not taken:
+            return
+        batch = getattr(self.recorder, "events", None)
+        if callable(batch) and len(taken) > 1:
+            batch(taken)  # never raises
+        else:
+            for args in taken:
+                self.recorder.event(*args)
 
 
 @dataclass(frozen=True)
@@ -145,7 +170,10 @@ class Controller(Protocol):
     `register` adds informer handlers that put keys on `queue` (and may keep ctx and
     queue); `reconcile` re-reads the object by key from the informer cache, acts on the
     difference between desired and observed, and returns seconds after which to look
-    again, or None. Raising makes the manager retry the key with back-off.
+    again, or None. Raising makes the manager retry the key: with back-off when the error
+    is temporary, after a long wait and with a Warning Event when it is permanent
+    (`handle_reconcile_error`). A controller may also have `object_for(key) -> dict | None`,
+    the object the key names, which that Event is recorded on.
     """
 
     name: str
@@ -153,6 +181,58 @@ class Controller(Protocol):
     def register(self, ctx: ControllerContext, queue: "WorkQueue[str]") -> None: ...
 
     def reconcile(self, key: str) -> float | None: ...
+
+
+def handle_reconcile_error(controller: Controller, queue: "WorkQueue[str]", key: str, exc: BaseException, *,
+                           api: API, settings: ControllerSettings = ControllerSettings()) -> bool:
+    """What follows a reconcile that raised `exc` (client-go's handleErr); True when it was temporary.
+
+    Temporary (kctl.client.errors.is_temporary): one log line and the key re-queued after
+    its back-off (or the TemporaryError's delay). Permanent: one log line, a Warning Event
+    on the object (the PermanentError's, else `controller.object_for(key)`), the key's
+    back-off forgotten and the key looked at again only after
+    `settings.permanent_error_retry_seconds`, so it is not retried hot; a change of the
+    object queues it at once, as always.
+    """
+    from kctl.client import errors
+
+    message = errors.one_line(exc)
+    if errors.is_temporary(exc):
+        log.warning("controller %s: reconcile %s failed (retry %d): %s: %s", controller.name, key,
+                    queue.num_requeues(key) + 1, type(exc).__name__, message)
+        log.debug("controller %s: reconcile %s traceback", controller.name, key, exc_info=exc)
+        delay = errors.retry_delay(exc)
+        if delay is None:
+            queue.add_rate_limited(key)
+        else:
+            queue.add_after(key, delay)
+        return True
+    wait = settings.permanent_error_retry_seconds
+    log.warning("controller %s: reconcile %s failed, not retried for %.0f s unless it changes: %s: %s",
+                controller.name, key, wait, type(exc).__name__, message)
+    obj = _object_of(controller, key, exc)
+    if obj is not None:
+        Recorder(api, component=f"{controller.name}-controller").event(obj, "Warning", errors.event_reason(exc),
+                                                                        message)
+    queue.forget(key)
+    queue.add_after(key, wait)
+    return False
+
+
+def _object_of(controller: Controller, key: str, exc: BaseException) -> dict | None:
+    """The object a permanent failure is recorded on: the error's own, else the controller's for key."""
+    obj = getattr(exc, "obj", None)
+    if isinstance(obj, dict):
+        return obj
+    object_for = getattr(controller, "object_for", None)
+    if not callable(object_for):
+        return None
+    try:
+        found = object_for(key)
+    except Exception:  # noqa: BLE001 - a failing lookup only costs the Event
+        log.debug("controller %s: object_for(%s) failed", controller.name, key, exc_info=True)
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def clock_now(clock: Callable[[], object] | None) -> dt.datetime:
@@ -188,4 +268,4 @@ def owner_key(obj: dict, kind: str) -> str | None:
 
 
 __all__ = ["Controller", "ControllerContext", "ControllerSettings", "DeferredEvents", "ObjectKey", "Recorder",
-           "clock_now", "controller_ref", "key_of", "owner_key", "split_key"]
+           "clock_now", "controller_ref", "handle_reconcile_error", "key_of", "owner_key", "split_key"]

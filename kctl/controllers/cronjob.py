@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from kctl.machinery.errors import AlreadyExists, NotFound
+from kctl.client.statuswriter import StatusWriter
 from kctl.controllers.base import DeferredEvents, controller_ref, key_of, owner_key
 from kctl.controllers.job import finished_condition
 from kctl.controllers.replicaset import format_time, parse_time, to_datetime
@@ -207,6 +208,12 @@ class CronJobController:
         self._job_rt = self.api.resource("jobs")
         self._events = DeferredEvents()
         self._events.recorder = ctx.recorder
+        self.status_writer = StatusWriter(self.api)
+
+    def object_for(self, key: str) -> dict | None:
+        """The cached CronJob of a key (a permanent failure's Warning Event goes on it)."""
+        namespace, _, name = key.rpartition("/")
+        return self.cronjobs.get(namespace, name)
 
     def _enqueue(self, cj: dict) -> None:
         self.queue.add(key_of(cj))
@@ -332,11 +339,8 @@ class CronJobController:
         return requeue, (job, scheduled)
 
     def _write_status(self, cj: dict, status: dict) -> None:
-        if status == (cj.get("status") or {}):
-            return
-        updated = copy.deepcopy(cj)
-        updated["status"] = status
-        self.api.update_status(updated)  # Conflict raises: the manager retries with back-off
+        """Write status when it changed (on a Conflict onto the CronJob read again)."""
+        self.status_writer.write(cj, status)
 
 
 __all__ = ["CronJobController", "DEFAULT_FAILED_HISTORY", "DEFAULT_SUCCESSFUL_HISTORY", "InvalidSchedule",

@@ -39,9 +39,10 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kctl.machinery.errors import AlreadyExists, APIError, Conflict, NotFound
-from kctl.machinery.times import parse_time
+from kctl.machinery.errors import AlreadyExists, APIError, NotFound
+from kctl.client import pods as podutil
 from kctl.client.claim import ClaimIncomplete, ControllerRefManager
+from kctl.client.statuswriter import StatusWriter
 from kctl.client.tolerations import tolerates
 from kctl.controllers.base import clock_now, controller_ref, key_of, owner_key
 
@@ -206,26 +207,9 @@ def new_pod(ds: dict, node_name: str, hash_: str) -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
 
 
-def _ready_condition(pod: dict) -> dict | None:
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == "Ready":
-            return cond
-    return None
-
-
-def pod_ready(pod: dict) -> bool:
-    cond = _ready_condition(pod)
-    return bool(cond) and cond.get("status") == "True"
-
-
 def pod_available(pod: dict, min_ready_seconds: int, now: dt.datetime) -> bool:
-    """Ready for at least minReadySeconds (podutil.IsPodAvailable)."""
-    if not pod_ready(pod) or (pod.get("metadata") or {}).get("deletionTimestamp"):
-        return False
-    if min_ready_seconds <= 0:
-        return True
-    since = parse_time((_ready_condition(pod) or {}).get("lastTransitionTime"))
-    return since is not None and (now - since).total_seconds() >= min_ready_seconds
+    """IsPodAvailable (kctl.client.pods) for a pod not being deleted: a terminating pod counts as unavailable."""
+    return not podutil.pod_terminating(pod) and podutil.pod_available(pod, min_ready_seconds, now)
 
 
 def _created(pod: dict) -> tuple[str, str]:
@@ -273,6 +257,12 @@ class DaemonSetController:
         self.nodes.add_handler(self._on_node_change, self._on_node_update, self._on_node_change)
         self._pod_rt = self.api.resource("pods")
         self._ds_rt = self.api.resource("daemonsets")
+        self.status_writer = StatusWriter(self.api)
+
+    def object_for(self, key: str) -> dict | None:
+        """The cached DaemonSet of a key (a permanent failure's Warning Event goes on it)."""
+        namespace, _, name = key.rpartition("/")
+        return self.daemonsets.get(namespace, name)
 
     # -- event handlers ------------------------------------------------------------------
 
@@ -504,8 +494,8 @@ class DaemonSetController:
             return None
         waits = []
         for pod in pods:
-            if pod_ready(pod) and not pod_available(pod, min_ready, now):
-                since = parse_time((_ready_condition(pod) or {}).get("lastTransitionTime"))
+            if podutil.pod_ready(pod) and not pod_available(pod, min_ready, now):
+                since = podutil.pod_ready_since(pod)
                 if since is not None:
                     waits.append(max(0.0, min_ready - (now - since).total_seconds()))
         return min(waits) + 0.01 if waits else None
@@ -524,7 +514,7 @@ class DaemonSetController:
                 if on_node:
                     current += 1
                     pod = on_node[0]
-                    if pod_ready(pod):
+                    if podutil.pod_ready(pod):
                         ready += 1
                         if pod_available(pod, min_ready, now):
                             available += 1
@@ -534,29 +524,14 @@ class DaemonSetController:
                         updated += 1
             elif on_node:
                 misscheduled += 1
-        status = dict(ds.get("status") or {})
-        status.update({
+        computed = {
             "desiredNumberScheduled": desired, "currentNumberScheduled": current, "numberReady": ready,
             "numberAvailable": available, "numberUnavailable": max(0, desired - available),
             "updatedNumberScheduled": updated, "numberMisscheduled": misscheduled,
             "observedGeneration": ds["metadata"].get("generation", 1),
-        })
-        if status == (ds.get("status") or {}):
-            return
-        new = copy.deepcopy(ds)
-        new["status"] = status
-        try:
-            self.api.update_status(new)
-        except NotFound:
-            return
-        except Conflict:
-            live = self.api.get(self._ds_rt, ds["metadata"]["name"], namespace=ds["metadata"].get("namespace"))
-            if live["metadata"].get("uid") != ds["metadata"]["uid"]:
-                return
-            live["status"] = status
-            live["status"]["observedGeneration"] = min(status["observedGeneration"],
-                                                       live["metadata"].get("generation", 1))
-            self.api.update_status(live)
+        }
+        # storeDaemonSetStatus: the counts go onto the DaemonSet as read (again, on a Conflict)
+        self.status_writer.write(ds, lambda live: {**(live.get("status") or {}), **computed})
 
     def _event(self, ds: dict, type_: str, reason: str, message: str) -> None:
         recorder = getattr(self.ctx, "recorder", None)

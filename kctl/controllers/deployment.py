@@ -42,7 +42,7 @@ from typing import Callable
 from kctl.machinery.errors import AlreadyExists, APIError, Conflict, NotFound
 from kctl.machinery.selectors import LabelSelector
 from kctl.client.claim import ControllerRefManager
-from kctl.controllers.base import key_of
+from kctl.controllers.base import DeferredEvents, key_of
 from kctl.controllers import rollout as ro
 from kctl.controllers.replicaset import (controller_ref, format_time, owner_reference, selector_of,
                                          to_datetime)
@@ -71,6 +71,7 @@ class DeploymentController:
 
     def __init__(self, *, settings: DeploymentSettings = DeploymentSettings()) -> None:
         self.settings = settings
+        self._events = DeferredEvents()  # Events of the pass running on this worker, recorded as it ends
 
     def register(self, ctx, queue) -> None:
         self.ctx, self.api, self.queue = ctx, ctx.api, queue
@@ -167,15 +168,13 @@ class DeploymentController:
         cached = self.deployments.get(namespace, name)
         if cached is None:
             return None  # deleted: the garbage collector removes its ReplicaSets
-        return _Sync(self, copy.deepcopy(cached)).run()
+        self._events.recorder = getattr(self.ctx, "recorder", None)
+        with self._events.deferred():  # recorded in one transaction when the pass ends, off its writes
+            return _Sync(self, copy.deepcopy(cached)).run()
 
     def event(self, obj: dict, type_: str, reason: str, message: str) -> None:
-        recorder = getattr(self.ctx, "recorder", None)
-        if recorder is not None:
-            try:
-                recorder.event(obj, type_, reason, message)
-            except APIError as exc:  # an event is best effort
-                log.debug("event %s for %s not recorded: %s", reason, obj["metadata"]["name"], exc)
+        """Record an Event (deferred to the end of the pass; best effort, never raises)."""
+        self._events.add(copy.deepcopy(obj), type_, reason, message)
 
 
 class _Sync:

@@ -41,10 +41,13 @@ import logging
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from kctl.machinery.errors import APIError, Conflict, NotFound
+from kctl.machinery.errors import APIError, NotFound
+from kctl.client.errors import TemporaryError
+from kctl.client.statuswriter import StatusWriter
 from kctl.controllers.base import DeferredEvents, key_of, owner_key
-from kctl.controllers.replicaset import (controller_ref, format_time, parse_time, pod_active, pod_from_template,
-                                        pod_ready, pods_to_delete, slow_start_batches, to_datetime)
+from kctl.client.pods import pod_active, pod_ready
+from kctl.controllers.replicaset import (controller_ref, format_time, parse_time, pod_from_template, pods_to_delete,
+                                        slow_start_batches, to_datetime)
 
 log = logging.getLogger("kctl.controllers.job")
 
@@ -230,6 +233,12 @@ class JobController:
         self.pods.add_handler(self._on_pod_add, self._on_pod_update, self._on_pod_delete)
         self._pod_rt = self.api.resource("pods")
         self._job_rt = self.api.resource("jobs")
+        self.status_writer = StatusWriter(self.api)
+
+    def object_for(self, key: str) -> dict | None:
+        """The cached Job of a key (a permanent failure's Warning Event goes on it)."""
+        namespace, _, name = key.rpartition("/")
+        return self.jobs.get(namespace, name)
 
     # -- event handlers -----------------------------------------------------------------------
 
@@ -408,23 +417,14 @@ class JobController:
                 raise _Retry(f"job {key}: deleting pod {meta['name']} failed: {exc}") from exc
 
     def _write_status(self, job: dict, status: dict) -> None:
-        """Write status when it changed; a conflict retries the key (the cache was stale)."""
-        if status == (job.get("status") or {}):
-            return
-        new = copy.deepcopy(job)
-        new["status"] = status
-        try:
-            self.api.update_status(new)
-        except NotFound:
-            return
-        except Conflict as exc:
-            raise _Retry(f"job {job['metadata']['name']}: status write conflicted") from exc
+        """Write status when it changed (on a Conflict onto the Job read again, as updateJobStatus does)."""
+        self.status_writer.write(job, status)
 
     def _event(self, job: dict, type_: str, reason: str, message: str) -> None:
         self._events.add(job, type_, reason, message)
 
-class _Retry(Exception):
-    """A reconcile that must run again with back-off (a write failed or conflicted)."""
+class _Retry(TemporaryError):
+    """A reconcile that must run again with back-off (a pod create or delete failed)."""
 
 
 __all__ = ["DEFAULT_BACKOFF_LIMIT", "JobController", "JobCounts", "JobSettings", "backoff_delay",

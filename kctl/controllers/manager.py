@@ -7,7 +7,9 @@ synced, then `workers` threads per controller that loop get -> reconcile -> done
 
 - success forgets the key's back-off, and a returned number re-queues it after that
   many seconds;
-- an exception is logged (one line, with the key) and the key re-queued rate-limited.
+- an exception is logged (one line, with the key) and the key re-queued: rate-limited
+  when the error is temporary, after a long wait with a Warning Event when it is
+  permanent (kctl.controllers.base.handle_reconcile_error).
 
 Losing the lease ends the term (queues shut down, informers stopped); winning it again
 starts a new one, so a controller's `register` may be called more than once. Ending a
@@ -25,14 +27,18 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from kctl.client.informer import InformerFactory
 from kctl.client.leader import LeaderElectionSettings, LeaderElector, default_identity
-from kctl.client.workqueue import WorkQueue
-from kctl.controllers.base import Controller, ControllerContext, ControllerSettings, DeferredEvents, Recorder
+from kctl.client.workqueue import ExponentialBackoff, WorkQueue
+from kctl.controllers.base import (Controller, ControllerContext, ControllerSettings, DeferredEvents, Recorder,
+                                   handle_reconcile_error)
 
 if TYPE_CHECKING:
     from kctl.apiserver.contract import API
 
 log = logging.getLogger("kctl.controllers.manager")
 
+#: a failed key's re-queue delay: 5 ms doubling, as client-go's DefaultControllerRateLimiter (kctl caps it
+#: at 60 s, not 1,000 s); a Conflict between two controllers' writes costs milliseconds, not 50 ms
+CONTROLLER_BACKOFF = ExponentialBackoff(base=0.005, cap=60.0)
 #: how long ending a term waits for the workers' passes
 JOIN_SECONDS = 10.0
 #: how much longer stop() waits for the elector (which ends the term, then releases the Lease)
@@ -197,7 +203,7 @@ class ControllerManager:
         informers = InformerFactory(self.api, resync=self.settings.resync_seconds)
         term.informers = informers
         for controller in self.controllers:
-            queue: WorkQueue[str] = WorkQueue(name=f"{controller.name}-queue")
+            queue: WorkQueue[str] = WorkQueue(name=f"{controller.name}-queue", backoff=CONTROLLER_BACKOFF)
             term.queues[controller.name] = queue
             ctx = ControllerContext(api=self.api, informers=informers,
                                     recorder=Recorder(self.api, component=f"{controller.name}-controller"),
@@ -234,11 +240,8 @@ class ControllerManager:
                 return
             try:
                 after = controller.reconcile(key)
-            except Exception as exc:
-                log.warning("controller %s: reconcile %s failed (retry %d): %s: %s", controller.name, key,
-                            queue.num_requeues(key) + 1, type(exc).__name__, exc)
-                log.debug("controller %s: reconcile %s traceback", controller.name, key, exc_info=True)
-                queue.add_rate_limited(key)
+            except Exception as exc:  # temporary: rate-limited; permanent: Warning Event, long wait
+                handle_reconcile_error(controller, queue, key, exc, api=self.api, settings=self.settings)
             else:
                 queue.forget(key)
                 if after is not None:

@@ -19,6 +19,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kctl.client.retry import retry_on_conflict
 from kctl.machinery.errors import Conflict, NotFound
 
 if TYPE_CHECKING:
@@ -52,6 +53,10 @@ class NamespaceController:
         self.ctx, self.api, self.queue = ctx, ctx.api, queue
         self.namespaces = ctx.informers.informer("namespaces")
         self.namespaces.add_handler(self._on_change, lambda old, new: self._on_change(new), lambda obj: None)
+
+    def object_for(self, key: str) -> dict | None:
+        """The cached Namespace of a key (a permanent failure's Warning Event goes on it)."""
+        return self.namespaces.get("", key.rsplit("/", 1)[-1])
 
     def _on_change(self, ns: dict) -> None:
         if ns["metadata"].get("deletionTimestamp"):
@@ -99,25 +104,29 @@ class NamespaceController:
         return remaining
 
     def _finalize(self, name: str) -> float | None:
-        """The namespace is empty: drop spec.finalizers' `kubernetes`; the API removes it."""
+        """The namespace is empty: drop spec.finalizers' `kubernetes`; the API removes it.
+
+        A read-modify-write of the live Namespace, read again on a Conflict (retry_on_conflict).
+        """
         rt = self.api.resource("namespaces")
-        try:
+
+        def finalize() -> None:
             ns = self.api.get(rt, name)
-        except NotFound:
-            return None
-        new = copy.deepcopy(ns)
-        spec = new.setdefault("spec", {})
-        spec["finalizers"] = [f for f in spec.get("finalizers") or () if f != FINALIZER]
-        if not spec["finalizers"]:
-            del spec["finalizers"]
-        if new == ns:
-            if ns["metadata"].get("finalizers"):
-                return None  # someone else's finalizers: theirs to remove
-            new["metadata"].setdefault("annotations", {})["kctl.io/namespace-finalized"] = "true"
-        try:
+            new = copy.deepcopy(ns)
+            spec = new.setdefault("spec", {})
+            spec["finalizers"] = [f for f in spec.get("finalizers") or () if f != FINALIZER]
+            if not spec["finalizers"]:
+                del spec["finalizers"]
+            if new == ns:
+                if ns["metadata"].get("finalizers"):
+                    return  # someone else's finalizers: theirs to remove
+                new["metadata"].setdefault("annotations", {})["kctl.io/namespace-finalized"] = "true"
             self.api.update(new)
+
+        try:
+            retry_on_conflict(finalize)  # still conflicting: the work queue retries, rate-limited
         except NotFound:
-            return None
+            pass
         return None
 
 

@@ -53,6 +53,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kctl.client.retry import retry_on_conflict
 from kctl.machinery.errors import APIError, Conflict, NotFound
 from kctl.machinery.times import format_time
 from kctl.controllers.base import clock_now, key_of, split_key
@@ -370,67 +371,75 @@ class NodeLifecycleController:
     def _mark_pod_not_ready(self, pod: dict, node_name: str, now: dt.datetime) -> bool:
         """MarkPodsNotReady for one pod: Ready True -> False, with a NodeNotReady Event. False: failed."""
         meta = pod["metadata"]
-        for attempt in range(2):
-            if meta.get("deletionTimestamp") or (pod.get("spec") or {}).get("nodeName") != node_name:
-                return True
-            conditions = (pod.get("status") or {}).get("conditions") or []
+        reread = False
+
+        def mark() -> dict | None:
+            """One read-modify-write: the pod as cached, then (after a Conflict) as stored now."""
+            nonlocal reread
+            current = self.api.get(self._pod_rt, meta["name"], namespace=meta.get("namespace")) if reread else pod
+            reread = True
+            if (current["metadata"].get("deletionTimestamp")
+                    or (current.get("spec") or {}).get("nodeName") != node_name):
+                return None
+            conditions = (current.get("status") or {}).get("conditions") or []
             if not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
-                return True
-            new = copy.deepcopy(pod)
+                return None
+            new = copy.deepcopy(current)
             for cond in new["status"]["conditions"]:
                 if cond.get("type") == "Ready":
                     cond.update({"status": "False", "lastTransitionTime": format_time(now)})
-            try:
-                written = self.api.update_status(new)
-            except NotFound:
-                return True
-            except Conflict:  # written meanwhile (the agent, or our own last write): judge the new one
-                if attempt:
-                    break
-                try:
-                    pod = self.api.get(self._pod_rt, meta["name"], namespace=meta.get("namespace"))
-                except NotFound:
-                    return True
-                meta = pod["metadata"]
-                continue
-            except APIError as exc:
-                log.info("node %s: cannot mark pod %s not ready: %s", node_name, meta["name"], exc)
-                return False
-            self.ctx.recorder.event(written, "Warning", "NodeNotReady", "Node is not ready")
+            return self.api.update_status(new)
+
+        try:
+            # a Conflict: written meanwhile (the agent, or our own last write): judge the new one
+            written = retry_on_conflict(mark, attempts=2)
+        except NotFound:
             return True
-        log.info("node %s: cannot mark pod %s/%s not ready: it keeps changing", node_name,
-                 meta.get("namespace"), meta["name"])
-        return False
+        except Conflict:
+            log.info("node %s: cannot mark pod %s/%s not ready: it keeps changing", node_name,
+                     meta.get("namespace"), meta["name"])
+            return False
+        except APIError as exc:
+            log.info("node %s: cannot mark pod %s not ready: %s", node_name, meta["name"], exc)
+            return False
+        if written is not None:
+            self.ctx.recorder.event(written, "Warning", "NodeNotReady", "Node is not ready")
+        return True
 
     def _taint(self, node: dict, now: dt.datetime) -> None:
         """Set the not-ready/unreachable taints the node's Ready condition calls for."""
         if condition(node, "Ready") is None:
             return  # never posted and not yet overdue: leave it alone
         disrupted = self._all_disrupted(node, now)
-        for attempt in range(2):
-            key = wanted_taint_key(ready_status(node))
-            taints = list((node.get("spec") or {}).get("taints") or [])
-            wanted = lifecycle_taints(taints, key, now=now, no_execute=not disrupted)
+        name = node["metadata"]["name"]
+        reread = False
+
+        def taint() -> list[dict] | None:
+            """One read-modify-write: the node as cached, then (after a Conflict, most often our own
+            last write not yet in the cache) as stored now; the taints written, or None."""
+            nonlocal reread
+            current = self.api.get(self._node_rt, name) if reread else node
+            reread = True
+            taints = list((current.get("spec") or {}).get("taints") or [])
+            wanted = lifecycle_taints(taints, wanted_taint_key(ready_status(current)), now=now,
+                                      no_execute=not disrupted)
             if wanted == taints:
-                return
-            new = copy.deepcopy(node)
+                return None
+            new = copy.deepcopy(current)
             new.setdefault("spec", {})["taints"] = wanted
             if not wanted:
                 new["spec"].pop("taints")
-            try:
-                self.api.update(new)
-                break
-            except NotFound:
-                return
-            except Conflict:
-                if attempt:
-                    raise  # retried with back-off
-                try:  # most often our own last write, not yet in the cache
-                    node = self.api.get(self._node_rt, node["metadata"]["name"])
-                except NotFound:
-                    return
-        log.info("node %s: taints now %s", node["metadata"]["name"],
-                 [f"{t['key']}:{t['effect']}" for t in wanted if t.get("key") in LIFECYCLE_TAINT_KEYS] or "cleared")
+            self.api.update(new)
+            return wanted
+
+        try:
+            wanted = retry_on_conflict(taint, attempts=2)  # still conflicting: retried with back-off
+        except NotFound:
+            return
+        if wanted is not None:
+            log.info("node %s: taints now %s", name,
+                     [f"{t['key']}:{t['effect']}" for t in wanted if t.get("key") in LIFECYCLE_TAINT_KEYS]
+                     or "cleared")
 
     def _all_disrupted(self, node: dict, now: dt.datetime) -> bool:
         """Whether every node is not Ready, or silent past its grace though not marked yet (this

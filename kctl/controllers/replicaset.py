@@ -11,7 +11,8 @@ the daemon wires in); written after Kubernetes' pkg/controller/replicaset
 - when its expectations are satisfied (so a stale cache never makes it act twice),
   creates missing pods in slow-start batches (1, 2, 4, ...; a failing batch stops the
   rest) named `<rs-name>-<5 random chars>` through generateName, or deletes surplus
-  pods, choosing them as Kubernetes does (`pods_to_delete`: unscheduled before
+  pods in one write_all transaction (Kubernetes deletes them in parallel), choosing
+  them as Kubernetes does (`pods_to_delete`: unscheduled before
   scheduled, Pending < Unknown < Running, not ready before ready, lower
   pod-deletion-cost first, pods doubled up on a node first, ready for less time first,
   more restarts first, newer first — the two time comparisons on Kubernetes'
@@ -37,8 +38,9 @@ from typing import Callable, Iterable, Sequence
 from kctl.machinery.errors import AlreadyExists, APIError, Conflict, NotFound
 from kctl.machinery.selectors import LabelSelector, from_label_selector_object
 from kctl.machinery.times import format_time, parse_time, to_datetime
+from kctl.client.pods import pod_active, pod_available, pod_ready, pod_ready_since
 from kctl.client.claim import ControllerRefManager, owner_reference
-from kctl.client.retry import retry_on_conflict
+from kctl.apiserver.contract import WriteResult
 from kctl.controllers.base import DeferredEvents, controller_ref, key_of, owner_key
 
 log = logging.getLogger("kctl.controllers.replicaset")
@@ -60,42 +62,6 @@ class ReplicaSetSettings:
 
 
 # -- pods: pure helpers ---------------------------------------------------------------------
-
-def ready_condition(pod: dict) -> dict | None:
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if isinstance(cond, dict) and cond.get("type") == "Ready":
-            return cond
-    return None
-
-
-def pod_ready(pod: dict) -> bool:
-    """podutil.IsPodReady: the Ready condition is True."""
-    cond = ready_condition(pod)
-    return cond is not None and cond.get("status") == "True"
-
-
-def pod_ready_since(pod: dict) -> dt.datetime | None:
-    """When a ready pod became Ready (the condition's lastTransitionTime)."""
-    if not pod_ready(pod):
-        return None
-    return parse_time((ready_condition(pod) or {}).get("lastTransitionTime"))
-
-
-def pod_available(pod: dict, min_ready_seconds: int, now: dt.datetime) -> bool:
-    """podutil.IsPodAvailable: Ready, and Ready for at least minReadySeconds."""
-    if not pod_ready(pod):
-        return False
-    if min_ready_seconds <= 0:
-        return True
-    since = pod_ready_since(pod)
-    return since is not None and since + dt.timedelta(seconds=min_ready_seconds) < now
-
-
-def pod_active(pod: dict) -> bool:
-    """controller.IsPodActive: not Succeeded/Failed and not being deleted."""
-    phase = (pod.get("status") or {}).get("phase")
-    return phase not in ("Succeeded", "Failed") and not pod["metadata"].get("deletionTimestamp")
-
 
 def max_container_restarts(pod: dict) -> int:
     status = pod.get("status") or {}
@@ -498,29 +464,34 @@ class ReplicaSetController:
         return names, errors
 
     def _delete_pods(self, key: str, rs: dict, victims: list[dict]) -> tuple[tuple[str, str] | None, set[str]]:
+        """Delete the victims in one transaction (Kubernetes deletes them in parallel); each fails alone.
+
+        No preconditions, as Kubernetes: a concurrent write is no reason to fail (a Conflict
+        is retried by the API). Gone already counts as deleted.
+        """
         self.expectations.expect_deletions(key, [p["metadata"]["uid"] for p in victims])
         failure: tuple[str, str] | None = None
         gone: set[str] = set()
-        for pod in victims:
+        ops = [("delete", {"apiVersion": "v1", "kind": "Pod",
+                           "metadata": {"name": p["metadata"]["name"], "namespace": p["metadata"].get("namespace")}})
+               for p in victims]
+        try:
+            results = self.api.write_all(ops)
+        except APIError as exc:  # the whole batch failed (the store is unusable, ...)
+            results = [WriteResult(error=exc) for _ in victims]
+        for pod, result in zip(victims, results):
             meta = pod["metadata"]
-            try:
-                self._delete_pod(pod)
+            if result.error is None:
                 gone.add(meta["uid"])
                 self._event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
-            except NotFound:
+            elif isinstance(result.error, NotFound):
                 self.expectations.deletion_observed(key, meta["uid"])
                 gone.add(meta["uid"])
-            except APIError as exc:
+            else:
                 self.expectations.deletion_observed(key, meta["uid"])
-                failure = ("FailedDelete", str(exc))
-                self._event(rs, "Warning", "FailedDelete", f"Error deleting: {exc}")
+                failure = ("FailedDelete", str(result.error))
+                self._event(rs, "Warning", "FailedDelete", f"Error deleting: {result.error}")
         return failure, gone
-
-    def _delete_pod(self, pod: dict) -> None:
-        """Delete without preconditions, as Kubernetes does: a concurrent write is no reason to fail."""
-        meta = pod["metadata"]
-        retry_on_conflict(lambda: self.api.delete(self._pod_rt, meta["name"], namespace=meta.get("namespace")),
-                          attempts=3)
 
     def _related_pods(self, rs: dict) -> list[dict]:
         """getIndirectlyRelatedPods: pods of every ReplicaSet with the same controller owner."""

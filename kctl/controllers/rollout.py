@@ -17,11 +17,14 @@ returns numbers, plans or conditions.
   the new and old ReplicaSets, revisions and their annotations;
 - status and conditions (`calculate_status`, `set_condition`, progress and deadline).
 
-Two guards go beyond Kubernetes, so availability and surge hold at every instant even
-while a ReplicaSet's status lags its spec: a ReplicaSet counts as
-max(spec.replicas, status.replicas) pods when deciding how far the new one may grow,
-and as min(status.availableReplicas, spec.replicas) available pods when deciding how far
-old ones may shrink.
+Surge is counted as Kubernetes counts it (GetReplicaCountForReplicaSets): the sum of the
+ReplicaSets' spec.replicas never exceeds replicas + maxSurge. Pods an old ReplicaSet has
+not yet deleted after a scale-down are not counted, so the new ReplicaSet grows in the
+same step (a lagging old status costs no hand-off); while such pods terminate, the live
+pods may briefly exceed replicas + maxSurge, as in Kubernetes. One guard goes beyond
+Kubernetes, so availability holds even while a ReplicaSet's status lags its spec: a
+ReplicaSet counts as min(status.availableReplicas, spec.replicas) available pods when
+deciding how far old ones may shrink.
 """
 
 from __future__ import annotations
@@ -127,11 +130,6 @@ def actual_count(rss: Iterable[dict | None]) -> int:
     return sum(status_count(rs, "replicas") for rs in rss if rs is not None)
 
 
-def pod_count_upper_bound(rss: Iterable[dict | None]) -> int:
-    """Pods the ReplicaSets may have right now: max(spec, status) each, for a lagging status."""
-    return sum(max(spec_replicas(rs), status_count(rs, "replicas")) for rs in rss if rs is not None)
-
-
 def available_lower_bound(rss: Iterable[dict | None]) -> int:
     """Available pods that will remain: min(status.availableReplicas, spec.replicas) each."""
     return sum(min(status_count(rs, "availableReplicas"), spec_replicas(rs)) for rs in rss if rs is not None)
@@ -200,13 +198,13 @@ def min_available(d: dict) -> int:
 # -- scaling decisions ----------------------------------------------------------------------
 
 def new_rs_new_replicas(d: dict, all_rss: Sequence[dict | None], new_rs: dict | None) -> int:
-    """NewRSNewReplicas: how big the new ReplicaSet may be now."""
+    """NewRSNewReplicas: how big the new ReplicaSet may be now (spec.replicas counted, as Kubernetes)."""
     replicas = spec_replicas(d)
     current_new = spec_replicas(new_rs) if new_rs is not None else 0
     if is_rolling_update(d):
         surge, _ = rolling_params(d)
         max_total = replicas + scaled_value(surge, replicas, round_up=True)
-        current = pod_count_upper_bound(all_rss)
+        current = replica_count(all_rss)
         if current >= max_total:
             return current_new
         return current_new + max(0, min(max_total - current, replicas - current_new))

@@ -63,6 +63,10 @@ class TTLAfterFinishedController:
         self.jobs.add_handler(self._enqueue, lambda old, new: self._enqueue(new), lambda obj: None)
         self._job_rt = self.api.resource("jobs")
 
+    def object_for(self, key: str) -> dict | None:
+        """The cached Job of a key (a permanent failure's Warning Event goes on it)."""
+        return self.jobs.get(*split_key(key))
+
     def _enqueue(self, job: dict) -> None:
         if needs_cleanup(job):
             self.queue.add(key_of(job))

@@ -102,6 +102,25 @@ def _pod_gc(settings: DaemonSettings) -> Controller:
     return PodGCController()
 
 
+def _endpointslice(settings: DaemonSettings) -> Controller:
+    from kctl.controllers.endpointslice import EndpointSliceController, EndpointSliceSettings
+
+    return EndpointSliceController(settings=EndpointSliceSettings(
+        max_endpoints_per_slice=settings.max_endpoints_per_slice))
+
+
+def _endpoints(settings: DaemonSettings) -> Controller:
+    from kctl.controllers.endpoints import EndpointsController
+
+    return EndpointsController()
+
+
+def _node_ipam(settings: DaemonSettings) -> Controller:
+    from kctl.controllers.nodeipam import NodeIPAMController
+
+    return NodeIPAMController(cluster_cidr=settings.cluster_cidr, node_cidr_mask_size=settings.node_cidr_mask_size)
+
+
 def _git_source(settings: DaemonSettings) -> Controller:
     from kctl.sync.controller import GitSourceController
 
@@ -122,6 +141,9 @@ CONTROLLERS: Mapping[str, ControllerFactory] = MappingProxyType({
     "nodelifecycle": _node_lifecycle,
     "taintmanager": _taint_manager,
     "podgc": _pod_gc,
+    "node-ipam-controller": _node_ipam,
+    "endpointslice": _endpointslice,
+    "endpoint": _endpoints,
     "gitsource": _git_source,
 })
 

@@ -95,7 +95,7 @@ def make_runtime_factory(services: LocalServices) -> Callable[[dict], object]:
     own = local_sockets()[1]
 
     def runtime_for(node: dict) -> object:
-        from kctl.agent.agent import node_connection
+        from kctl.agent.supervisor import node_connection
         from kctl.runtime.connect import runtime_for_node
 
         path = _unix_path(node_connection(node)[0])

@@ -3,7 +3,7 @@
 kctl.cli.daemon checks the flags, builds a DaemonSettings (kctl.daemon.settings), opens
 the API and calls `run`. On start, if the store has no Node yet (or always, in node mode)
 this host registers itself as one, reached through a local Podman socket
-(kctl.daemon.localpodman). Then a NodeAgentSupervisor (kctl.agent.agent) runs one agent
+(kctl.daemon.localpodman). Then a NodeAgentSupervisor (kctl.agent.supervisor) runs one agent
 per Node (only this host's in node mode) and, unless node mode or `control_plane=False`,
 a ControlPlane (kctl.daemon.controlplane) runs the chosen controllers and the scheduler
 while this daemon holds the leader Lease.
@@ -37,7 +37,7 @@ log = logging.getLogger("kctl.daemon")
 def run(settings: DaemonSettings, *, api: API, stop: threading.Event | None = None) -> None:
     """Run the daemon until `stop` is set (None: until SIGINT/SIGTERM); NoLocalPodman if this host
     must register and no Podman service answers or can be started."""
-    from kctl.agent.agent import NodeAgentSupervisor
+    from kctl.agent.supervisor import NodeAgentSupervisor
     from kctl.agent.backoff import Backoff
     from kctl.agent.images import daemon_image_copier
     from kctl.agent.node import register_node

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kctl.apiserver.services.ranges import (DEFAULT_CLUSTER_CIDR, DEFAULT_NODE_CIDR_MASK_SIZE,
+                                            DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR)
 from kctl.daemon.controllers import CONTROLLER_NAMES
 
 
@@ -41,6 +43,15 @@ class DaemonSettings:
     node_monitor_grace_period: float = 40.0
     #: seconds pods without their own not-ready/unreachable toleration stay on such a node
     default_toleration_seconds: float = 300.0
+    #: most endpoints one EndpointSlice holds (kube-controller-manager's --max-endpoints-per-slice)
+    max_endpoints_per_slice: int = 100
+    #: the pod network every Node's podCIDR is cut from (--cluster-cidr), and the podCIDRs' prefix length
+    cluster_cidr: str = DEFAULT_CLUSTER_CIDR
+    node_cidr_mask_size: int = DEFAULT_NODE_CIDR_MASK_SIZE
+    #: Services' ClusterIPs and node ports (--service-cluster-ip-range, --service-node-port-range): written to
+    #: the store at start (kctl.apiserver.services.config), where every API server allocates from
+    service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
+    service_node_port_range: str = DEFAULT_NODE_PORT_RANGE
     #: run the controller manager and the scheduler (while this daemon holds the leader Lease)
     control_plane: bool = True
     #: the controllers the controller manager runs (`--controllers`), in the table's order

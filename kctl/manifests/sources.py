@@ -18,8 +18,9 @@ import time
 from dataclasses import dataclass
 from typing import BinaryIO, TextIO
 
-from kctl.manifests.yamlio import (MAX_INPUT_BYTES, ManifestError, decode_text, format_where,
-                             load_documents)
+from kctl.manifests.bounds import MAX_INPUT_BYTES
+from kctl.manifests.errors import ManifestError, format_where
+from kctl.manifests.yamlio import decode_text, load_documents
 
 __all__ = ["MANIFEST_SUFFIXES", "STDIN", "URL_TIMEOUT", "Document", "ManifestError",
            "read_manifests"]

@@ -50,7 +50,7 @@ def object_diff(label: str, live: dict | None, merged: dict | None) -> list[str]
     """The unified diff of the live object (None: absent) against the merged one (None: pruned)."""
     import difflib
 
-    from kctl.manifests.yamlio import dump_yaml
+    from kctl.manifests.writer import dump_yaml
     from kctl.ops.diffmask import mask_secrets
     from kctl.output.keyorder import sorted_keys
 

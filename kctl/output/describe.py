@@ -13,12 +13,15 @@ from __future__ import annotations
 import base64
 import binascii
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from datetime import datetime, timezone
 from typing import Callable, Iterable
 
 from kctl.machinery.resources import ResourceType
+from kctl.machinery.times import parse_time
+from kctl.output.cells import age, format_label_selector, format_labels
 from kctl.output.jsonpath import go_sprint
-from kctl.output.printers import age, format_label_selector, node_roles, parse_time
+from kctl.output.tables import node_roles
 
 __all__ = ["describe", "rfc1123z", "smart_label", "tabwrite"]
 
@@ -29,17 +32,20 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 
 
 def describe(obj: dict, rt: ResourceType, events: list[dict], *, now: datetime | None = None,
-             replica_sets: list[dict] | None = None) -> str:
+             replica_sets: list[dict] | None = None, endpoint_slices: list[dict] | None = None) -> str:
     """kubectl describe's text for `obj` (ends with a newline).
 
     events: the events whose involvedObject is `obj` (any order; sorted here).
     replica_sets: for a Deployment, the ReplicaSets in its namespace (those it controls
     are picked out to print OldReplicaSets/NewReplicaSet); None omits those lines.
+    endpoint_slices: for a Service, its EndpointSlices (label kubernetes.io/service-name),
+    for the `Endpoints:` line of each port; None prints `<none>` there.
     """
     if now is None:
         now = datetime.now(timezone.utc)
     ctx = _Context(now=now if now.tzinfo else now.replace(tzinfo=timezone.utc),
-                   events=list(events or ()), replica_sets=replica_sets)
+                   events=list(events or ()), replica_sets=replica_sets,
+                   endpoint_slices=list(endpoint_slices or ()))
     w = PrefixWriter()
     _DESCRIBERS.get(rt.group_kind, _describe_generic)(w, obj, ctx)
     return w.text()
@@ -50,6 +56,7 @@ class _Context:
     now: datetime
     events: list[dict]
     replica_sets: list[dict] | None
+    endpoint_slices: list[dict] = dataclass_field(default_factory=list)
 
 
 # --- Go's tabwriter, as kubectl describe sets it up ---------------------------------
@@ -683,6 +690,78 @@ def _describe_configmap(w: PrefixWriter, cm: dict, ctx: _Context) -> None:
     _events(w, ctx.events, ctx.now)
 
 
+# --- Service ----------------------------------------------------------------------
+
+def _describe_service(w: PrefixWriter, svc: dict, ctx: _Context) -> None:
+    """kubectl's describeService; `Endpoints:` per port from the Service's EndpointSlices."""
+    meta, spec, status = svc.get("metadata") or {}, svc.get("spec") or {}, svc.get("status") or {}
+    _header(w, meta)
+    _labels(w, "Labels", meta.get("labels"))
+    _annotations(w, "Annotations", meta.get("annotations"))
+    w.write(0, f"Selector:\t{format_labels(spec.get('selector'))}\n")
+    w.write(0, f"Type:\t{spec.get('type') or 'ClusterIP'}\n")
+    if spec.get("ipFamilyPolicy"):
+        w.write(0, f"IP Family Policy:\t{spec['ipFamilyPolicy']}\n")
+    w.write(0, f"IP Families:\t{','.join(spec.get('ipFamilies') or ()) or '<none>'}\n")
+    w.write(0, f"IP:\t{spec.get('clusterIP') or ''}\n")
+    w.write(0, f"IPs:\t{','.join(spec.get('clusterIPs') or ()) or '<none>'}\n")
+    if spec.get("externalIPs"):
+        w.write(0, f"External IPs:\t{','.join(spec['externalIPs'])}\n")
+    if spec.get("loadBalancerIP"):
+        w.write(0, f"IP:\t{spec['loadBalancerIP']}\n")
+    if spec.get("externalName"):
+        w.write(0, f"External Name:\t{spec['externalName']}\n")
+    ingress = (status.get("loadBalancer") or {}).get("ingress") or ()
+    if ingress:
+        shown = [(i.get("ip") or i.get("hostname") or "") + (f" ({i['ipMode']})" if i.get("ipMode") else "")
+                 for i in ingress]
+        w.write(0, f"LoadBalancer Ingress:\t{', '.join(shown)}\n")
+    for port in spec.get("ports") or ():
+        name = port.get("name") or "<unset>"
+        protocol = port.get("protocol") or "TCP"
+        w.write(0, f"Port:\t{name}\t{port.get('port')}/{protocol}\n")
+        w.write(0, f"TargetPort:\t{port.get('targetPort', port.get('port'))}/{protocol}\n")
+        if port.get("nodePort"):
+            w.write(0, f"NodePort:\t{name}\t{port['nodePort']}/{protocol}\n")
+        w.write(0, f"Endpoints:\t{_slice_endpoints(ctx.endpoint_slices, port.get('name') or '')}\n")
+    w.write(0, f"Session Affinity:\t{spec.get('sessionAffinity') or 'None'}\n")
+    for key, title in (("externalTrafficPolicy", "External Traffic Policy"),
+                       ("internalTrafficPolicy", "Internal Traffic Policy"),
+                       ("healthCheckNodePort", "HealthCheck NodePort")):
+        if spec.get(key):
+            w.write(0, f"{title}:\t{spec[key]}\n")
+    if spec.get("loadBalancerSourceRanges"):
+        w.write(0, f"LoadBalancer Source Ranges:\t{','.join(spec['loadBalancerSourceRanges'])}\n")
+    _events(w, ctx.events, ctx.now)
+
+
+def _slice_endpoints(slices: list[dict], port_name: str) -> str:
+    """formatEndpointSlices: the ready `address:port`s of the slices' port of that name (three, `+ N more...`)."""
+    if not slices:
+        return "<none>"
+    shown: list[str] = []
+    more, count, limit = False, 0, 3
+    for slice_ in slices:
+        ports = slice_.get("ports") or ()
+        pairs = [(None, e) for e in slice_.get("endpoints") or ()] if not ports else \
+            [(p, e) for p in ports if (p.get("name") or "") == port_name for e in slice_.get("endpoints") or ()]
+        for port, endpoint in pairs:
+            if len(shown) == limit:
+                more = True
+            if (endpoint.get("conditions") or {}).get("ready") is False:
+                continue
+            address = str((endpoint.get("addresses") or [""])[0])
+            if not more:
+                if port is None:
+                    shown.append(address)
+                else:
+                    host = f"[{address}]" if ":" in address else address
+                    shown.append(f"{host}:{port.get('port')}")
+            count += 1
+    text = ",".join(shown)
+    return f"{text} + {count - limit} more..." if more else text
+
+
 # --- everything else: kubectl's generic describer -----------------------------------
 
 _GENERIC_SKIP = frozenset({".metadata.managedFields", ".metadata.name", ".metadata.namespace",
@@ -762,4 +841,5 @@ _DESCRIBERS: dict[str, Callable[[PrefixWriter, dict, _Context], None]] = {
     "Node": _describe_node,
     "Secret": _describe_secret,
     "ConfigMap": _describe_configmap,
+    "Service": _describe_service,
 }

@@ -62,6 +62,8 @@ class SchedulerCache:
         self._lock = threading.RLock()
         self._nodes: dict[str, NodeInfo] = {}
         self._pods: dict[PodKey, _PodState] = {}
+        #: assumed pods whose binding finished, in that order (what cleanup_expired looks at)
+        self._finished: dict[PodKey, None] = {}
         self._dirty: set[str] = set()
         self._node_set_changed = True
         self._generation = 0
@@ -202,6 +204,8 @@ class SchedulerCache:
             state = self._pods.get(PodKey(key))
             if state is not None and state.assumed:
                 state.deadline = self._clock() + self.assumed_ttl
+                self._finished.pop(PodKey(key), None)
+                self._finished[PodKey(key)] = None  # at the end: deadlines stay in order
 
     def forget_pod(self, key: str) -> None:
         """The binding failed: drop the assumed pod."""
@@ -221,16 +225,27 @@ class SchedulerCache:
             return PodKey(key) in self._pods
 
     def cleanup_expired(self) -> list[str]:
-        """Drop assumed pods whose binding finished longer than the TTL ago; their keys."""
+        """Drop assumed pods whose binding finished longer than the TTL ago; their keys.
+
+        Only the pods whose binding finished unconfirmed are looked at (kept in binding
+        order, so the look stops at the first one not yet due), not every cached pod.
+        """
         now = self._clock()
         expired = []
         with self._lock:
-            for key, state in list(self._pods.items()):
-                if state.assumed and state.deadline is not None and state.deadline <= now:
-                    log.warning("assumed pod %s expired: its binding was never seen", key)
-                    del self._pods[key]
-                    self._unplace(key, state.node_name)
-                    expired.append(key)
+            while self._finished:
+                key = next(iter(self._finished))
+                state = self._pods.get(key)
+                if state is None or not state.assumed or state.deadline is None:
+                    del self._finished[key]  # confirmed, forgotten or removed meanwhile
+                    continue
+                if state.deadline > now:
+                    break
+                del self._finished[key]
+                log.warning("assumed pod %s expired: its binding was never seen", key)
+                del self._pods[key]
+                self._unplace(key, state.node_name)
+                expired.append(key)
         return expired
 
     # -- reading --------------------------------------------------------------------------

@@ -510,6 +510,7 @@ class Framework:
     def run_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> tuple[list[int], Status | None]:
         """Each node's total: the sum over Score plugins of weight x (normalized) score."""
         totals = [0] * len(nodes)
+        first = True
         for p in self.points["score"]:
             if p.NAME in state.skip_score:
                 continue
@@ -527,10 +528,13 @@ class Framework:
                 log.exception("Score plugin %s failed", p.NAME)
                 return totals, Status(Code.ERROR, (f"running Score plugin {p.NAME}: {exc}",), p.NAME)
             weight = self.weights[p.NAME]
-            if weight == 1:
+            if first and weight == 1:
+                totals = list(scores)  # the first plugin's scores are the totals so far
+            elif weight == 1:
                 totals = [t + s for t, s in zip(totals, scores)]
             else:
                 totals = [t + s * weight for t, s in zip(totals, scores)]
+            first = False
         return totals, None
 
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:

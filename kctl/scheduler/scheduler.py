@@ -16,9 +16,9 @@ schedule_one.go, for each pod popped from the queue (kctl.scheduler.queue):
    unreserved, forgotten and re-queued with back-off.
 
 Pods whose spec.schedulerName names none of the configured profiles are left alone.
-The scheduler is fed by shared informers (`informers=`, an InformerFactory of
-kctl.client.informer) or, without them, by its own list + watch
-(kctl.scheduler.feed).
+The scheduler is fed by the `nodes` and `pods` informers of kctl.client.informer: those of
+the InformerFactory it is given (`informers=`, the daemon's, shared with the controllers),
+or else of a factory of its own, which `run` starts and stops.
 """
 
 from __future__ import annotations
@@ -28,12 +28,11 @@ import random
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from kctl.scheduler.binder import DEFAULT_BATCH, BindJob, BindWorker, FailureJob
 from kctl.scheduler.cache import DEFAULT_ASSUMED_TTL, SchedulerCache, is_terminal
 from kctl.scheduler.config import SchedulerConfig, build_framework
-from kctl.scheduler.feed import Handlers, StoreFeed
 from kctl.scheduler.framework import (ClusterEvent, Code, CycleState, Diagnosis, FitError, Framework, Handle,
                                       Status, WAIT)
 from kctl.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot, pod_key
@@ -41,6 +40,7 @@ from kctl.scheduler.queue import QueuedPodInfo, SchedulingQueue
 
 if TYPE_CHECKING:
     from kctl.apiserver.contract import API
+    from kctl.client.informer import InformerFactory
 
 log = logging.getLogger("kctl.scheduler")
 
@@ -123,7 +123,7 @@ class Scheduler:
     """kube-scheduler for kctl: queue + cache + one Framework per profile + bind worker."""
 
     def __init__(self, api: API | None, *, config: SchedulerConfig | None = None,
-                 settings: SchedulerSettings | None = None, informers: Any = None,
+                 settings: SchedulerSettings | None = None, informers: InformerFactory | None = None,
                  registry: dict | None = None, clock: Callable[[], float] = time.monotonic,
                  rng: random.Random | None = None) -> None:
         self.api = api
@@ -143,8 +143,13 @@ class Scheduler:
         self.binder = BindWorker(api, on_done=self._binding_done, component=self.settings.component,
                                  batch=self.settings.bind_batch, record_events=self.settings.record_events)
         self._next_start = 0
-        self._informers = informers
-        self._feed: StoreFeed | None = None
+        #: True when the informers are the scheduler's own (started by run), not shared ones
+        self.owns_informers = informers is None and api is not None
+        if self.owns_informers:
+            from kctl.client.informer import InformerFactory
+
+            informers = InformerFactory(api)
+        self.informers: InformerFactory | None = informers
         self._lock = threading.Lock()
         self.scheduled = 0
         self.failed = 0
@@ -153,14 +158,9 @@ class Scheduler:
 
     # -- feeding ------------------------------------------------------------------------
 
-    def handlers(self) -> dict[str, Handlers]:
-        """The informer callbacks for Nodes and Pods (what an informer or StoreFeed calls)."""
-        return {"Node": Handlers(self.on_node_add, self.on_node_update, self.on_node_delete),
-                "Pod": Handlers(self.on_pod_add, self.on_pod_update, self.on_pod_delete)}
-
-    def _register(self, informers: Any) -> None:
-        for kind, h in self.handlers().items():
-            informers.informer(kind.lower() + "s").add_handler(h.on_add, h.on_update, h.on_delete)
+    def _register(self, informers: InformerFactory) -> None:
+        informers.informer("nodes").add_handler(self.on_node_add, self.on_node_update, self.on_node_delete)
+        informers.informer("pods").add_handler(self.on_pod_add, self.on_pod_update, self.on_pod_delete)
 
     def responsible_for(self, pod: dict) -> bool:
         return ((pod.get("spec") or {}).get("schedulerName") or "default-scheduler") in self.profiles
@@ -219,16 +219,15 @@ class Scheduler:
     # -- running ------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
-        """Schedule until `stop` is set: the feed (unless informers), the bind worker, the loop."""
+        """Schedule until `stop` is set: its own informers (if not shared), the bind worker, the loop."""
         threads = [threading.Thread(target=self.binder.run, name="kctl-scheduler-bind", daemon=True),
                    threading.Thread(target=self._cleanup, args=(stop,), name="kctl-scheduler-cache", daemon=True),
                    threading.Thread(target=self._closer, args=(stop,), name="kctl-scheduler-stop", daemon=True)]
-        if self._informers is None and self.api is not None:
-            self._feed = StoreFeed(self.api, self.handlers())
-            threads.append(threading.Thread(target=self._feed.run, args=(stop,), name="kctl-scheduler-watch",
-                                            daemon=True))
         for t in threads:
             t.start()
+        if self.owns_informers and self.informers is not None:
+            self.informers.start(stop)
+            threads.extend(i.start(stop) for i in self.informers.informers())  # started: their threads
         if not self._wait_synced(stop):
             log.warning("scheduler: informers not synced after %.0fs; scheduling anyway",
                         self.settings.sync_timeout)
@@ -247,16 +246,12 @@ class Scheduler:
             log.info("scheduler stopped")
 
     def _wait_synced(self, stop: threading.Event) -> bool:
+        if self.informers is None:
+            return True
         deadline = time.monotonic() + self.settings.sync_timeout
+        informers = [self.informers.informer("nodes"), self.informers.informer("pods")]
         while not stop.is_set() and time.monotonic() < deadline:
-            if self._feed is not None:
-                if self._feed.synced.wait(0.05):
-                    return True
-                continue
-            if self._informers is None:
-                return True
-            informers = [self._informers.informer("nodes"), self._informers.informer("pods")]
-            if all(getattr(i, "has_synced", lambda: True)() for i in informers):
+            if all(i.has_synced() for i in informers):
                 return True
             stop.wait(0.05)
         return False
@@ -359,11 +354,10 @@ class Scheduler:
             return []
         want = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, n)
         start = self._next_start % n
-        order = nodes[start:] + nodes[:start] if start else nodes
         filters = fwk.active_filters(state)
         if not filters:
             self._next_start = (start + want) % n
-            return order[:want]
+            return _window(nodes, start, want)
         feasible: list[NodeInfo] = []
         statuses = diagnosis.node_to_status
         processed = 0
@@ -372,8 +366,11 @@ class Scheduler:
             if batches:
                 # Chunks of exactly as many nodes as are still wanted: the same nodes are
                 # looked at as one by one (it stops where the sequential search would).
+                # Each chunk is sliced from the node list where the search stands (no copy
+                # of the whole list per pod).
                 while processed < n and len(feasible) < want:
-                    candidates = order[processed:processed + want - len(feasible)]
+                    candidates = _window(nodes, (start + processed) % n,
+                                         min(want - len(feasible), n - processed))
                     processed += len(candidates)
                     for name, batch in batches:
                         results = batch(state, pi, candidates)
@@ -391,6 +388,7 @@ class Scheduler:
                         candidates = passed
                     feasible.extend(candidates)
             elif len(filters) == 1:
+                order = nodes[start:] + nodes[:start] if start else nodes
                 name, f = filters[0]
                 for node in order:
                     processed += 1
@@ -405,6 +403,7 @@ class Scheduler:
                         statuses[node.name] = status
                         diagnosis.unschedulable_plugins.add(name)
             else:
+                order = nodes[start:] + nodes[:start] if start else nodes
                 for node in order:
                     processed += 1
                     for name, f in filters:
@@ -471,6 +470,14 @@ class Scheduler:
         job.qpi.unschedulable_plugins = set()
         self._fail(job.qpi, f"Binding rejected: {message}", reason="SchedulerError",
                    unschedulable=status.is_rejected)
+
+
+def _window(nodes: list[NodeInfo], first: int, count: int) -> list[NodeInfo]:
+    """`count` nodes from index `first` on, wrapping around the end of the list (count <= len)."""
+    end = first + count
+    if end <= len(nodes):
+        return nodes[first:end]
+    return nodes[first:] + nodes[:end - len(nodes)]
 
 
 class _SchedulingError(Exception):

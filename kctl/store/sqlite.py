@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sqlite3
 import stat
@@ -37,12 +38,18 @@ from kctl.machinery.errors import APIError, Gone
 if TYPE_CHECKING:
     from kctl.store.encryption import KeyRing
 
+log = logging.getLogger("kctl.store")
+
 SCHEMA_VERSION = 3
 #: change-log entries kept behind the head before compaction may drop them
 DEFAULT_HISTORY = 10_000
 #: rows one compaction step deletes at most (keeps each step's cost bounded); a step runs
 #: when the log holds more than history + COMPACT_BATCH revisions
 COMPACT_BATCH = 1_000
+#: seconds between the watch tail's looks for other processes' commits
+DEFAULT_POLL = 0.005
+#: longest a waiting watcher sleeps before it checks its stop event and deadline (and the log)
+WATCH_CHECK = 0.05
 #: bytes of stored JSON one page of the change log (or of a paged list) holds at most
 #: (a single larger object still makes a page of its own)
 PAGE_BYTES = 4 << 20
@@ -286,6 +293,13 @@ class Store:
         self.page_bytes = page_bytes
         self._local = threading.local()
         self._wake = threading.Condition()
+        #: bumped on every commit seen (this process's at once, others' by the tail); watchers wait on it
+        self._generation = 0
+        #: the newest revision announced to watchers (a commit here, or the tail's read of the head)
+        self._announced = 0
+        self._watchers = 0
+        self._tail: threading.Thread | None = None
+        self._tail_poll = DEFAULT_POLL
         self._ring: KeyRing | None = None
         _secure_file(self.path)
         conn = self._conn()
@@ -530,8 +544,7 @@ class Store:
             self._local.depth = 0
             self._local.txn = None
         if txn.changes:
-            with self._wake:
-                self._wake.notify_all()
+            self._changed(txn.changes[-1].revision)
             if backlog > self.history + self.compact_batch:
                 self.compact(max_rows=self.compact_batch)
 
@@ -567,25 +580,94 @@ class Store:
                                 "WHERE rev>? AND rev<=? ORDER BY rev", (since, last)).fetchall()
 
     def watch(self, since: int, *, stop: threading.Event | None = None, poll: float = 0.005,
-              timeout: float | None = None) -> Iterator[Change]:
+              timeout: float | None = None, kind: str | None = None) -> Iterator[Change]:
         """Yield every change after `since`, in order, as it is committed; until stop is set.
 
         Writes from this process wake the watcher at once; writes from other processes are
-        seen within `poll` seconds (one indexed query per poll).
+        seen within `poll` seconds by the store's one tail thread (`_tail_loop`: one
+        `PRAGMA data_version` per poll, however many watchers), which wakes every watcher.
+        A watcher queries the change log only when woken. With `kind` (a group_kind), only
+        that kind's changes are decoded and yielded (an informer watches one kind).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        while stop is None or not stop.is_set():
-            rows = self._change_rows(since, limit=1000, max_bytes=None)
-            if rows:
-                since = rows[-1][0]
-                rows.reverse()
-                while rows:  # decode one at a time; a yielded change is the only decoded copy held here
-                    yield self._change(rows.pop())
-                continue
-            if deadline is not None and time.monotonic() >= deadline:
-                return
+        self._start_watching(poll)
+        try:
+            while stop is None or not stop.is_set():
+                with self._wake:
+                    generation = self._generation
+                rows = self._change_rows(since, limit=1000, max_bytes=None)
+                if rows:
+                    since = rows[-1][0]
+                    rows.reverse()
+                    while rows:  # decode one at a time; a yielded change is the only decoded copy held here
+                        row = rows.pop()
+                        if kind is None or row[2] == kind:
+                            yield self._change(row)
+                    continue
+                if deadline is not None and time.monotonic() >= deadline:
+                    return
+                with self._wake:
+                    # a commit after `generation` was read bumps it: no wake-up is lost; the bounded
+                    # wait keeps `stop` and the deadline honoured within WATCH_CHECK seconds
+                    if self._generation == generation:
+                        wait = WATCH_CHECK if deadline is None else max(0.0, min(WATCH_CHECK,
+                                                                                 deadline - time.monotonic()))
+                        self._wake.wait(wait)
+        finally:
             with self._wake:
-                self._wake.wait(poll)
+                self._watchers -= 1
+
+    def _changed(self, revision: int | None = None) -> None:
+        """Wake every watcher: the change log grew (to `revision`, when known)."""
+        with self._wake:
+            if revision is not None:
+                self._announced = max(self._announced, revision)
+            self._generation += 1
+            self._wake.notify_all()
+
+    def _start_watching(self, poll: float) -> None:
+        """Count one more watcher; start the tail thread if none runs."""
+        with self._wake:
+            self._watchers += 1
+            self._tail_poll = min(poll, self._tail_poll)
+            if self._tail is None or not self._tail.is_alive():
+                self._tail = threading.Thread(target=self._tail_loop, name=f"kctl-store-tail:{self.path.name}",
+                                              daemon=True)
+                self._tail.start()
+
+    def _tail_loop(self) -> None:
+        """While anyone watches: notice other connections' commits (`PRAGMA data_version`) and wake watchers."""
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                   timeout=self.busy_timeout)
+        except sqlite3.Error:
+            log.warning("%s: the watch tail cannot open the store; watchers poll every %s s", self.path, WATCH_CHECK)
+            with self._wake:
+                self._tail = None
+            return
+        try:
+            seen = None
+            while True:
+                with self._wake:
+                    if self._watchers <= 0:
+                        self._tail = None
+                        return
+                    poll = self._tail_poll
+                try:
+                    version = conn.execute("PRAGMA data_version").fetchone()[0]
+                    if version != seen:  # someone committed: wake the watchers unless it was announced
+                        seen = version
+                        head = conn.execute("SELECT value FROM meta WHERE key='revision'").fetchone()[0]
+                        with self._wake:
+                            news = head != self._announced
+                        if news:
+                            self._changed(head)
+                except sqlite3.Error:  # a busy or replaced file: wake the watchers, who will find out
+                    seen = None
+                    self._changed()
+                time.sleep(poll)
+        finally:
+            conn.close()
 
     def compact(self, *, keep: int | None = None, max_rows: int = COMPACT_BATCH) -> int:
         """Drop change-log entries older than `keep` revisions behind the head, at most max_rows."""
@@ -674,8 +756,7 @@ class Store:
         _retry_locked(reset)
         if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:  # a backup of an older kctl
             _retry_locked(lambda: self._migrate(conn))
-        with self._wake:
-            self._wake.notify_all()
+        self._changed(head)
         return head
 
     def _check_backup_keys(self, src: sqlite3.Connection, source: Path) -> None:

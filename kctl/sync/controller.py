@@ -78,6 +78,11 @@ class GitSourceController:
         self.sources.add_index(_DEPENDS_INDEX, dependency_keys)
         self.sources.add_handler(self._on_add, self._on_update, self._on_delete)
 
+    def object_for(self, key: str) -> dict | None:
+        """The cached GitSource of a key (a permanent failure's Warning Event goes on it)."""
+        namespace, _, name = key.rpartition("/")
+        return self.sources.get(namespace, name)
+
     # -- event handlers -----------------------------------------------------------------------
 
     def _on_add(self, source: dict) -> None:

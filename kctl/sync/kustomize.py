@@ -454,7 +454,8 @@ class _Builder:
 
     def _patch_documents(self, spec: _Spec, name: str, inline: str | None, path: str | None) -> list:
         """The documents of a patch given inline or by file; RenderError if it does not parse."""
-        from kctl.manifests.yamlio import ManifestError, decode_text, load_documents
+        from kctl.manifests.errors import ManifestError
+        from kctl.manifests.yamlio import decode_text, load_documents
 
         if inline is not None:
             text, shown = inline, spec.shown

@@ -27,7 +27,7 @@ GitSource controller (kctl.sync.controller). Running it twice does no harm. In o
    nothing of the revision is written (ApplyFailed, with the document's file:line);
 9. prune (spec.prune) the inventory entries the revision no longer holds, in
    kctl.sync.order.prune_order, each only while it keeps this source's label and uid;
-10. status through the status path (a Conflict re-reads and retries): Ready, Stalled,
+10. status through the status path (kctl.client.statuswriter: a Conflict re-reads and retries): Ready, Stalled,
     Reconciling conditions, revisions, per-object results, inventory, error.
 
 Errors of the source (fetch, render, admission, limits) are never raised: they are
@@ -722,11 +722,17 @@ class _Reconcile:
                           results=failure.results, error=failure.error, requeue=interval)
 
     def _write_status(self, fields: dict, conditions: dict[str, tuple[str, str, str]]) -> None:
-        """Merge fields into status (None removes), set conditions and observedGeneration; retry on Conflict."""
-        for _ in range(STATUS_WRITE_ATTEMPTS):
-            current = self.source
-            meta = current["metadata"]
-            gen = self.generation
+        """Merge fields into status (None removes), set conditions and observedGeneration.
+
+        Written through the status writer (kctl.client.statuswriter): only when it changed, and
+        on a Conflict merged again onto the source read afresh (a source deleted, or replaced
+        by another of the same name, is left alone); still conflicting, the Conflict is raised.
+        """
+        from kctl.client.statuswriter import StatusWriter
+
+        gen = self.generation
+
+        def merged(current: dict) -> dict:
             status = dict(current.get("status") or {})
             for key, value in fields.items():
                 if value is None or value == []:
@@ -736,24 +742,11 @@ class _Reconcile:
             status["observedGeneration"] = gen
             status["conditions"] = set_conditions(status.get("conditions"), conditions, now=self.now,
                                                   generation=gen)
-            if status == (current.get("status") or {}):
-                return
-            new = copy.deepcopy(current)
-            new["status"] = status
-            try:
-                self.source = self.api.update_status(new)
-                return
-            except NotFound:
-                return
-            except Conflict:
-                try:
-                    fresh = self.api.get(self.rt, self.name, namespace=self.namespace)
-                except NotFound:
-                    return
-                if fresh["metadata"].get("uid") != meta.get("uid"):
-                    return  # replaced by another source of the same name
-                self.source = fresh
-        raise Conflict(f"gitsources.kctl.io {self.key}: status write kept conflicting")
+            return status
+
+        written = StatusWriter(self.api, attempts=STATUS_WRITE_ATTEMPTS).write(self.source, merged)
+        if written is not None:
+            self.source = written
 
     # -- names ---------------------------------------------------------------------------------
 

@@ -111,7 +111,7 @@ def read_documents(root: Path, path: Path) -> list[tuple[int, dict, int | None]]
     Every document must be a mapping; parse errors become RenderError with file and line.
     """
     from kctl.manifests.sources import read_manifests
-    from kctl.manifests.yamlio import ManifestError
+    from kctl.manifests.errors import ManifestError
 
     shown = relative(root, path)
     try:

@@ -103,10 +103,11 @@ def test_help(kctl, command, needles):
     ["daemon", "--bogus"],
     ["daemon", "--node-monitor-grace-period", "0"],
     ["daemon", "--default-toleration-seconds", "-1"],
+    ["daemon", "--max-endpoints-per-slice", "1001"],
     ["logs"],
     ["exec", "web"],
-], ids=["workers-zero", "bad-log-level", "unknown-flag", "grace-zero", "toleration-negative", "logs-no-pod",
-        "exec-no-command"])
+], ids=["workers-zero", "bad-log-level", "unknown-flag", "grace-zero", "toleration-negative",
+        "max-endpoints-over", "logs-no-pod", "exec-no-command"])
 def test_bad_flags_are_usage_errors(kctl, args):
     """Bad or missing arguments exit 2 before anything runs."""
     assert kctl(*args).code == 2
@@ -150,8 +151,9 @@ def test_unknown_controllers_are_one_line_and_exit_2(kctl, value, named):
       "--workers", "3", "--node", "h1"],
      {"event_ttl": 60.0, "node_monitor_grace_period": 12.0, "default_toleration_seconds": 7.0, "workers": 3,
       "node": "h1", "node_mode": False}),
+    (["--max-endpoints-per-slice", "250"], {"max_endpoints_per_slice": 250}),
 ], ids=["defaults", "star", "star-minus-gc", "two-names", "no-controllers", "no-agents-one-controller",
-        "durations-and-names"])
+        "durations-and-names", "max-endpoints-per-slice"])
 def test_flags_become_the_daemon_settings(kctl, monkeypatch, args, expected):
     """The command turns its flags into one frozen DaemonSettings and hands it to kctl.daemon.server.run."""
     from kctl.cli import daemon as daemon_cli

@@ -37,7 +37,20 @@ class _CompiledSchema:
 
     root: dict
     is_valid: Callable[[Any], bool] | None
-    validator: Any  # jsonschema.Draft202012Validator
+    checked: dict  # the schema jsonschema checks (IntOrString simplified)
+    _validator: Any = None
+
+    @property
+    def validator(self) -> Any:
+        """jsonschema's Draft202012Validator, made on first use: importing jsonschema costs a
+        `kctl apply` of valid objects 50-100 ms of start-up it does not need."""
+        if self._validator is None:
+            from jsonschema import Draft202012Validator, FormatChecker
+
+            formats = FormatChecker(formats=())
+            formats.checks("quantity")(lambda value: value is None or is_quantity(value))
+            self._validator = Draft202012Validator(self.checked, format_checker=formats)
+        return self._validator
 
 
 _COMPILED: dict[int, _CompiledSchema] = {}
@@ -55,8 +68,6 @@ def _compiled(rt: ResourceType) -> _CompiledSchema:
 
 
 def _compile_schema(root: dict) -> _CompiledSchema:
-    from jsonschema import Draft202012Validator, FormatChecker
-
     # IntOrString is a oneOf of string-or-null and integer-or-null, which a null fails (it
     # matches both) and which reports its failures as a dump of both branches: one type
     # union says the same thing, and says it in one message.
@@ -68,14 +79,11 @@ def _compile_schema(root: dict) -> _CompiledSchema:
         checked = {**root, "$defs": patched}
     else:
         checked = root
-    formats = FormatChecker(formats=())
-    formats.checks("quantity")(lambda value: value is None or is_quantity(value))
-    validator = Draft202012Validator(checked, format_checker=formats)
     try:
         is_valid = _FastCompiler(checked).compile(checked)
     except _Unsupported:
         is_valid = None
-    return _CompiledSchema(root, is_valid, validator)
+    return _CompiledSchema(root, is_valid, checked)
 
 
 def schema_errors(obj: dict, rt: ResourceType) -> list[FieldError]:

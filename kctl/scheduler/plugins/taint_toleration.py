@@ -33,7 +33,7 @@ class TaintToleration:
     EVENTS = frozenset({ClusterEvent.NODE_ADD, ClusterEvent.NODE_TAINT_CHANGE})
 
     def __init__(self, args: dict | None = None, handle: Handle | None = None) -> None:
-        pass
+        self.handle = handle
 
     def pre_filter(self, state: CycleState, pod: PodInfo,
                    snapshot: Snapshot) -> tuple[PreFilterResult | None, Status | None]:
@@ -49,6 +49,8 @@ class TaintToleration:
                              unresolvable=True)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status | None:
+        if self.handle is not None and not self.handle.snapshot.prefer_no_schedule_nodes:
+            return SKIP  # the snapshot's count: no node at all has such a taint (no scan per pod)
         if not any(t.get("effect") == "PreferNoSchedule" for n in nodes for t in n.taints):
             return SKIP
         state.write("TaintToleration/prefer", [t for t in pod.tolerations

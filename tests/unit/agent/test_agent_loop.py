@@ -16,8 +16,10 @@ from typing import Callable
 import pytest
 
 from kctl.agent import agent as agent_mod
-from kctl.agent.agent import NodeAgent, NodeAgentSupervisor, references, status_differs
+from kctl.agent.agent import VOLATILE_STATUS_FIELDS, NodeAgent, references
 from kctl.agent.node import rfc3339
+from kctl.agent.supervisor import NodeAgentSupervisor
+from kctl.client.statuswriter import status_differs
 from kctl.machinery.errors import Gone
 from kctl.runtime.interface import HostInfo
 
@@ -254,7 +256,7 @@ def test_one_failing_pod_does_not_stop_the_agent(api, make_agent, fake):
 
 
 def test_status_conflict_rereads_and_retries(api, make_agent, fake):
-    """A status write that meets a newer Pod (Conflict) is retried on the re-read object."""
+    """A status write that meets a newer Pod (Conflict) is written again onto the re-read Pod, keeping its change."""
     labelled = threading.Event()
 
     def label_once(p, ctx):
@@ -268,7 +270,7 @@ def test_status_conflict_rereads_and_retries(api, make_agent, fake):
     api.create(pod("web"))
     assert wait_for(lambda: (get_pod(api, "web").get("status") or {}).get("phase") == "Running")
     assert get_pod(api, "web")["metadata"]["labels"] == {"x": "y"}
-    assert fake.count("sync", "web") >= 2
+    assert wait_for(lambda: fake.count("sync", "web") >= 2)  # the label change is a change to sync
 
 
 def test_configmap_change_resyncs_referencing_pods(api, make_agent, fake):
@@ -296,7 +298,7 @@ def test_lookup_hands_out_copies(api, make_agent):
 
 
 class GoneOnce:
-    """The API, but the first watch raises Gone after a pod was created behind the agent's back."""
+    """The API, but the first Pod watch raises Gone after a pod was created behind the agent's back."""
 
     def __init__(self, api) -> None:
         self._api = api
@@ -312,7 +314,7 @@ class GoneOnce:
         return self._api.list(rt, **kwargs)
 
     def watch(self, rt, **kwargs):
-        if not self.gone:
+        if rt.kind == "Pod" and not self.gone:
             self.gone = True
             self._api.create(pod("missed"))
             raise Gone("too old resource version")
@@ -365,7 +367,7 @@ def test_references(spec, expected):
 ], ids=["probe-time-only", "phase", "empty"])
 def test_status_differs(old, new, differs):
     """Volatile fields (lastProbeTime, lastHeartbeatTime) do not make a status differ."""
-    assert status_differs(old, new) is differs
+    assert status_differs(old, new, ignore=VOLATILE_STATUS_FIELDS) is differs
 
 
 # -- the supervisor ---------------------------------------------------------------------------
@@ -465,8 +467,185 @@ def test_fence_removes_pods_whose_grace_is_over(api, make_agent, fake):
     # The "evicted" one was deleted long ago: move its deletionTimestamp back past its grace.
     cached = agent.pods.get(evicted)
     cached["metadata"]["deletionTimestamp"] = "2020-01-01T00:00:00Z"
-    agent.pods.offer(evicted, {**cached, "metadata": {**cached["metadata"], "resourceVersion": "999999"}})
+    agent.pods.offer({**cached, "metadata": {**cached["metadata"], "resourceVersion": "999999"}})
     fake.orphan_calls.clear()
     assert agent.fence(timeout=5)
     keep, _ = fake.orphan_calls[-1]
     assert keep == {live, stopping}
+
+
+# -- the informers -----------------------------------------------------------------------------
+
+class _SocketChannel:
+    """A remote-API channel whose far end is a kctl.apiserver.serve.Server on a thread (node mode's SSH, in-process)."""
+
+    def __init__(self, api) -> None:
+        import socket
+
+        from kctl.apiserver import serve
+
+        self._client, self._server = socket.socketpair()
+        self.rfile, self.wfile = self._client.makefile("rb"), self._client.makefile("wb")
+        self.server = serve.Server(api, self._server.makefile("rb"), self._server.makefile("wb"), workers=4)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+
+    def failure(self) -> str:
+        return "the test server went away"
+
+    def close(self) -> None:
+        import socket
+
+        for sock in (self._client, self._server):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.thread.join(10)
+        for f in (self.rfile, self.wfile):
+            try:
+                f.close()
+            except OSError:
+                pass
+        self._client.close()
+        self._server.close()
+
+
+class _Sent:
+    """The served API, recording every Pod its list and watch answers send to the agent."""
+
+    def __init__(self, api) -> None:
+        self._api = api
+        self.pods: list[dict] = []
+        self.lock = threading.Lock()
+
+    def __getattr__(self, name):
+        return getattr(self._api, name)
+
+    def _seen(self, obj: dict) -> None:
+        if obj.get("kind") == "Pod":
+            with self.lock:
+                self.pods.append(obj)
+
+    def list(self, rt, **kwargs):
+        items, rev = self._api.list(rt, **kwargs)
+        for obj in items:
+            self._seen(obj)
+        return items, rev
+
+    def watch(self, rt, **kwargs):
+        for change_type, obj in self._api.watch(rt, **kwargs):
+            self._seen(obj)
+            yield change_type, obj
+
+
+@pytest.fixture
+def remote_api(api):
+    """(a RemoteAPIServer to `api` over socketpairs, the recorder of the Pods that crossed to it)."""
+    from kctl.apiserver.remote import RemoteAPIServer
+
+    sent = _Sent(api)
+    channels: list[_SocketChannel] = []
+
+    def connect() -> _SocketChannel:
+        channels.append(_SocketChannel(sent))
+        return channels[-1]
+
+    client = RemoteAPIServer("test://control", channel_factory=connect)
+    yield client, sent
+    client.close()
+    for channel in channels:
+        channel.close()
+
+
+def test_node_mode_receives_only_its_own_pods(api, remote_api, make_agent, fake):
+    """Over the remote API (node mode) the agent is sent only the Pods bound to its node, filtered by the server."""
+    client, sent = remote_api
+    api.create(pod("before-elsewhere", node="n2"))
+    make_agent(target_api=client)
+    api.create(pod("mine"))
+    api.create(pod("elsewhere", node="n2"))
+    api.create(pod("pending", node=None))
+    assert wait_for(lambda: fake.count("sync", "mine") >= 1, timeout=10)
+    assert wait_for(lambda: (get_pod(api, "mine").get("status") or {}).get("phase") == "Running", timeout=10)
+    with sent.lock:
+        crossed = {(p["metadata"]["name"], p["spec"].get("nodeName")) for p in sent.pods}
+    assert crossed and all(node == NODE for _, node in crossed), crossed
+
+
+def test_pod_replaced_under_the_same_name_while_gone(api, make_agent, fake):
+    """A Pod deleted and made again under its name while the watch was Gone: the old one stops, the new one syncs."""
+    first = api.create(pod("web"))["metadata"]["uid"]
+
+    class ReplaceWhileGone(GoneOnce):
+        def watch(self, rt, **kwargs):
+            if rt.kind == "Pod" and not self.gone:
+                self.gone = True
+                self._api.delete(self._api.resource("pods"), "web", namespace="default", grace_period=0)
+                self._api.create(pod("web"))
+                raise Gone("too old resource version")
+            return self._api.watch(rt, **kwargs)
+
+    proxy = ReplaceWhileGone(api)
+    agent = make_agent(target_api=proxy)
+    assert wait_for(lambda: proxy.gone and (get_pod(api, "web") or {"metadata": {}})["metadata"].get("uid")
+                    not in (None, first))
+    second = get_pod(api, "web")["metadata"]["uid"]
+    assert wait_for(lambda: ("terminate", "web", 0) in fake.calls)
+    assert wait_for(lambda: any(c == ("sync", "web", second) for c in fake.calls))
+    assert agent.pods.get(first) is None and agent.pods.get(second) is not None
+
+
+def test_status_written_is_seen_by_the_next_sync_before_the_watch_brings_it(api, make_agent, fake):
+    """A sync right after a status write sees that status, even while the pod watch lags behind."""
+    release = threading.Event()
+    statuses: list[dict] = []
+
+    class SlowPodWatch:
+        """The API, but Pod watch events are held back until `release`."""
+
+        def __init__(self, real) -> None:
+            self._api = real
+
+        def __getattr__(self, name):
+            return getattr(self._api, name)
+
+        def watch(self, rt, **kwargs):
+            for change in self._api.watch(rt, **kwargs):
+                if rt.kind == "Pod":
+                    release.wait(10)
+                yield change
+
+    def record(p, ctx):
+        statuses.append(copy.deepcopy(p.get("status") or {}))
+
+    fake.on_sync = record
+    api.create(pod("web"))
+    agent = make_agent(target_api=SlowPodWatch(api))
+    try:
+        uid = get_pod(api, "web")["metadata"]["uid"]
+        assert wait_for(lambda: (get_pod(api, "web").get("status") or {}).get("phase") == "Running")
+        agent.queue.add(uid)
+        assert wait_for(lambda: len(statuses) >= 2)
+        assert statuses[0].get("phase") != "Running" and statuses[1].get("phase") == "Running"
+    finally:
+        release.set()
+
+
+def test_status_not_written_onto_a_pod_whose_deletion_began(api, make_agent, fake):
+    """A status write conflicting with a deletion begun meanwhile writes nothing: the pod is stopped with its grace."""
+    deleted = threading.Event()
+
+    def delete_once(p, ctx):
+        if not deleted.is_set():
+            deleted.set()
+            api.delete(api.resource("pods"), p["metadata"]["name"], namespace="default")
+
+    fake.on_sync = delete_once
+    fake.terminating["web"] = 1000  # its containers never finish stopping: the Pod object stays
+    make_agent()
+    api.create(pod("web", terminationGracePeriodSeconds=30))
+    assert wait_for(lambda: ("terminate", "web", 30) in fake.calls)
+    current = get_pod(api, "web")
+    assert current is not None and current["metadata"].get("deletionTimestamp")
+    assert "hostIP" not in (current.get("status") or {})  # the sync's status (FakeSync's has hostIP) never landed

@@ -166,11 +166,18 @@ def test_stop_closes_the_stream_at_once(api, make_agent, runtime) -> None:
 
 def test_only_pods_bound_here_are_queued(api, runtime, clock) -> None:
     """An event of a container of an unknown pod (another host's, shared event log), or with no pod, queues nothing."""
+    here = create_pod(api)
     agent = NodeAgent(api, NODE, runtime, heartbeat_interval=None, clock=clock)
-    agent.pods.offer("uid-here", {"metadata": {"uid": "uid-here", "resourceVersion": "1"}})
-    for uid in ("", "uid-elsewhere", "uid-here", "uid-here"):
-        agent._container_died(ContainerEvent(container_id="c1", event="died", pod_uid=uid, exit_code=1))
-    assert len(agent.queue) == 1 and agent.queue.get(timeout=1) == "uid-here"
+    agent.start_informers()  # the pod informer only: no workers take the queue
+    try:
+        assert agent.pods.informer.wait_for_sync(WAIT)
+        assert agent.queue.get(timeout=1) == here  # the informer's add
+        agent.queue.done(here)
+        for uid in ("", "uid-elsewhere", here, here):
+            agent._container_died(ContainerEvent(container_id="c1", event="died", pod_uid=uid, exit_code=1))
+        assert len(agent.queue) == 1 and agent.queue.get(timeout=1) == here
+    finally:
+        agent.stop(5)
 
 
 def test_runtime_without_events_has_no_watcher(api) -> None:

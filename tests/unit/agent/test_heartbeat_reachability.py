@@ -314,18 +314,22 @@ def test_agent_pauses_pod_work_while_host_unreachable(api, h1, monkeypatch):
     monkeypatch.setattr(podsync, "sync_pod", no_sync)
     clock = Clock()
     host = RemoteHost(clock)
+    uid = api.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+                      "spec": {"nodeName": "h1", "containers": [{"name": "c", "image": "busybox"}]}})["metadata"]["uid"]
     agent = NodeAgent(api, "h1", host, heartbeat_interval=INTERVAL, clock=clock)
-    agent.pods.offer("uid-1", {"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": "p", "namespace": "default", "uid": "uid-1", "resourceVersion": "1"}, "spec": {"nodeName": "h1"}})
+    agent.start_informers()  # the pods known, no workers
     host.cause = "HostUnreachable"
     agent.heartbeat.beat()
     try:
-        assert agent.process("uid-1") is True
+        assert agent.pods.informer.wait_for_sync(10) and agent.pods.get(uid) is not None
+        assert agent.queue.get(timeout=1) == uid  # the informer's add
+        agent.queue.done(uid)
+        assert agent.process(uid) is True
         deadline = time.monotonic() + 10
-        while agent.queue.get(timeout=0.1) != "uid-1":  # re-queued after one interval
+        while agent.queue.get(timeout=0.1) != uid:  # re-queued after one interval
             assert time.monotonic() < deadline
     finally:
-        agent.queue.shutdown(timeout=1)
+        agent.stop(5)
 
 
 class SlowHost(RemoteHost):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from kctl.agent.agent import NodeAgentSupervisor
+from kctl.agent.supervisor import NodeAgentSupervisor
 from kctl.agent.node import (AGENT_NODE_MODE, ANNOTATION_AGENT, ANNOTATION_PODMAN_URL, ANNOTATION_SSH_IDENTITY,
                              register_node)
 
@@ -90,3 +90,81 @@ def test_register_node_without_node_mode_leaves_a_node_alone(api):
     api.create(node("n1", "unix:///a.sock", mode=AGENT_NODE_MODE))
     kept = register_node(api, "n1", podman_url="unix:///b.sock")
     assert kept["metadata"]["annotations"][ANNOTATION_PODMAN_URL] == "unix:///a.sock"
+
+
+class _NodeReads:
+    """The API, recording the Nodes its list and watch answers hand the supervisor, and each reconcile."""
+
+    def __init__(self, api) -> None:
+        self._api = api
+        self.names: set[str] = set()
+
+    def __getattr__(self, name):
+        return getattr(self._api, name)
+
+    def list(self, rt, **kwargs):
+        items, rev = self._api.list(rt, **kwargs)
+        self.names.update(o["metadata"]["name"] for o in items if o.get("kind") == "Node")
+        return items, rev
+
+    def watch(self, rt, **kwargs):
+        for change_type, obj in self._api.watch(rt, **kwargs):
+            if obj.get("kind") == "Node":
+                self.names.add(obj["metadata"]["name"])
+            yield change_type, obj
+
+
+def _wait_for(predicate, timeout: float = 10.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return predicate()
+
+
+def test_node_mode_follows_only_its_own_node(api):
+    """In node mode the supervisor is handed its own Node only (filtered by the API server), not every Node."""
+    for name in ("h1", "h2", "h3"):
+        api.create(node(name, f"unix:///{name}.sock"))
+    reads = _NodeReads(api)
+    supervisor = NodeAgentSupervisor(reads, runtime_for_node=lambda n: n, agent_factory=RecordingAgent,
+                                     own_node="h1", retry=0.1)
+    supervisor.start()
+    try:
+        assert _wait_for(lambda: set(supervisor.agents) == {"h1"})
+        api.patch(api.resource("nodes"), "h2", {"metadata": {"labels": {"x": "y"}}})
+        api.patch(api.resource("nodes"), "h1", {"metadata": {"labels": {"x": "y"}}})
+        assert _wait_for(lambda: supervisor.nodes is not None and
+                         (supervisor.nodes.get("", "h1") or {}).get("metadata", {}).get("labels") == {"x": "y"})
+    finally:
+        supervisor.stop(5)
+    assert reads.names == {"h1"}
+
+
+def test_status_writes_do_not_wake_the_supervisor(api, monkeypatch):
+    """A Node's status changing (every heartbeat) does not make the supervisor reconcile; a new Podman URL does."""
+    api.create(node("h1", "unix:///one.sock"))
+    supervisor = NodeAgentSupervisor(api, runtime_for_node=lambda n: n, agent_factory=RecordingAgent, retry=60)
+    calls: list[set[str]] = []
+    reconcile = supervisor.reconcile
+
+    def counted(nodes):
+        calls.append({n["metadata"]["name"] for n in nodes})
+        reconcile(nodes)
+
+    monkeypatch.setattr(supervisor, "reconcile", counted)
+    supervisor.start()
+    try:
+        assert _wait_for(lambda: set(supervisor.agents) == {"h1"})
+        before = len(calls)
+        current = api.get(api.resource("nodes"), "h1")
+        api.update_status({**current, "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+        assert _wait_for(lambda: (supervisor.nodes.get("", "h1") or {}).get("status"))
+        api.patch(api.resource("nodes"), "h1", {"metadata": {"annotations": {ANNOTATION_PODMAN_URL: "unix:///two.sock"}}})
+        assert _wait_for(lambda: len(calls) > before)
+        assert len(calls) == before + 1
+    finally:
+        supervisor.stop(5)

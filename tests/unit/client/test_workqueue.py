@@ -149,3 +149,54 @@ def test_shutdown_wakes_getters_and_refuses_adds(queue):
     assert queue.get(timeout=0.01) is None
     assert queue.shutting_down
     assert queue._timer is not None and not queue._timer.is_alive()
+
+
+class FakeClock:
+    """A settable clock for the queue's timestamps."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_observe_reports_first_add_thread_and_take_time():
+    """observe(): one QueueWait per key handed out, with its first add's time and thread, and when taken."""
+    clock = FakeClock()
+    q: WorkQueue[str] = WorkQueue(name="observed", clock=clock)
+    try:
+        q.add("before")  # added before anyone observed: not reported
+        waits = []
+        q.observe(waits.append)
+        adder = threading.Thread(target=lambda: (q.add("a"), q.add("b")))
+        adder.start()
+        adder.join()
+        clock.now = 101.0
+        q.add("a")  # a second add of a waiting key keeps the first add's time
+        clock.now = 102.5
+        taken = [q.get(), q.get(), q.get()]  # all queued: no wait (the fake clock would never time out)
+        assert taken == ["before", "a", "b"]
+        assert [(w.key, w.added, w.thread, w.taken) for w in waits] == [
+            ("a", 100.0, adder.ident, 102.5), ("b", 100.0, adder.ident, 102.5)]
+    finally:
+        q.shutdown()
+
+
+def test_observe_counts_the_wait_behind_a_running_pass():
+    """A key added while it is processed is reported when handed out again, from that add's time."""
+    clock = FakeClock()
+    q: WorkQueue[str] = WorkQueue(name="observed", clock=clock)
+    try:
+        waits = []
+        q.observe(waits.append)
+        q.add("k")
+        assert q.get() == "k"
+        clock.now = 101.0
+        q.add("k")  # during the pass
+        clock.now = 103.0
+        q.done("k")
+        assert q.get() == "k"
+        assert [(w.added, w.taken) for w in waits] == [(100.0, 100.0), (101.0, 103.0)]
+    finally:
+        q.shutdown()

@@ -69,21 +69,24 @@ class Binder:
 
 
 class PodWatch:
-    """The pods of one app as every committed change leaves them, with running extremes.
+    """The pods and ReplicaSets of one app as every committed change leaves them, with running extremes.
 
-    Once `arm()`ed it records the most non-terminating pods and the fewest available
-    (Ready, not terminating) pods seen after any single change, and calls each check
-    function with the pods after every change.
+    Once `arm()`ed it records the most non-terminating pods, the fewest available
+    (Ready, not terminating) pods and the largest sum of the ReplicaSets' spec.replicas
+    (what Kubernetes bounds by replicas + maxSurge) seen after any single change, and
+    calls each check function with the pods after every pod change.
     """
 
     def __init__(self, api, *, app: str) -> None:
         self.api = api
         self.app = app
         self.pods: dict[tuple[str, str], dict] = {}
+        self.replicasets: dict[tuple[str, str], int] = {}  # (namespace, name) -> spec.replicas
         self.revision = 0
         self.armed = False
         self.max_live = 0
         self.min_available: int | None = None
+        self.max_spec_total = 0
         self.changes = 0
         self.checks: list[Callable[[dict, dict], None]] = []
         self.failures: list[str] = []
@@ -93,6 +96,10 @@ class PodWatch:
         items, rev = self.api.list(self.api.resource("pods"))
         for pod in items:
             self._apply("ADDED", pod)
+        rss, rs_rev = self.api.list(self.api.resource("replicasets"))
+        for rs in rss:
+            self._apply_rs("ADDED", rs)
+        rev = min(rev, rs_rev)
         self.revision = rev
         threading.Thread(target=self._run, args=(stop, rev), name="test-podwatch", daemon=True).start()
 
@@ -106,6 +113,17 @@ class PodWatch:
         else:
             self.pods[key] = pod
 
+    def _apply_rs(self, type_: str, rs: dict) -> None:
+        key = (rs["metadata"].get("namespace", ""), rs["metadata"]["name"])
+        if type_ == "DELETED" or not self._mine(rs):
+            self.replicasets.pop(key, None)
+        else:
+            self.replicasets[key] = int((rs.get("spec") or {}).get("replicas", 1))
+
+    def spec_total(self) -> int:
+        """The sum of spec.replicas over the app's ReplicaSets."""
+        return sum(self.replicasets.values())
+
     def live(self) -> list[dict]:
         return [p for p in self.pods.values() if not p["metadata"].get("deletionTimestamp")]
 
@@ -116,6 +134,11 @@ class PodWatch:
         for change in self.api.store.watch(rev, stop=stop):
             with self._lock:
                 self.revision = change.revision
+                if change.kind == "ReplicaSet.apps":
+                    self._apply_rs(change.type, change.obj)
+                    if self.armed and self._mine(change.obj):
+                        self.max_spec_total = max(self.max_spec_total, self.spec_total())
+                    continue
                 if change.kind != "Pod":
                     continue
                 self._apply(change.type, change.obj)
@@ -140,6 +163,7 @@ class PodWatch:
             self.changes = 0
             self.max_live = len(self.live())
             self.min_available = len(self.available())
+            self.max_spec_total = self.spec_total()
 
     def caught_up(self) -> None:
         """Wait until every change committed so far has been seen."""
@@ -151,7 +175,7 @@ class Cluster:
     """Store + controller manager + fake kubelet + binder, stopped by close()."""
 
     def __init__(self, api, controllers: list, *, nodes: int = 3, ready_delay: float = 0.0,
-                 bind: bool = True, watch_app: str | None = None) -> None:
+                 bind: bool = True, watch_app: str | None = None, manager_api=None) -> None:
         from kctl.controllers.manager import ControllerManager
         from kctl.testing.fake_kubelet import FakeKubelet
 
@@ -165,7 +189,7 @@ class Cluster:
             self.watch.start(self.stop)
         if bind:
             Binder(api, self.nodes).start(self.stop)
-        self.manager = ControllerManager(api, controllers)
+        self.manager = ControllerManager(manager_api or api, controllers)  # manager_api: e.g. a call-counting proxy
         self.manager.start(self.stop)
 
     def close(self) -> None:

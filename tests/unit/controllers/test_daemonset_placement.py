@@ -90,10 +90,10 @@ def test_scaled_value(value, total, round_up, expected):
 
 
 @pytest.mark.parametrize("ready_for, min_ready, expected", [
-    (0, 0, True), (5, 10, False), (10, 10, True),
-], ids=["no-min-ready", "not-yet", "long-enough"])
+    (0, 0, True), (5, 10, False), (10, 10, False), (11, 10, True),
+], ids=["no-min-ready", "not-yet", "exactly-min-ready", "long-enough"])
 def test_pod_available(ready_for, min_ready, expected):
-    """A pod is available once Ready for minReadySeconds."""
+    """A pod is available once Ready for more than minReadySeconds (podutil.IsPodAvailable)."""
     now = dt.datetime(2024, 1, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
     since = (now - dt.timedelta(seconds=ready_for)).strftime("%Y-%m-%dT%H:%M:%SZ")
     pod = {"metadata": {}, "status": {"conditions": [{"type": "Ready", "status": "True",

@@ -76,12 +76,12 @@ def test_max_surge_and_unavailable(d, surge, unavailable):
     (deployment(10), [rs("a1", 10)], rs("b2", 0), 3),
     (deployment(10), [rs("a1", 8)], rs("b2", 3), 5),
     (deployment(10), [rs("a1", 10)], rs("b2", 3), 3),
-    (deployment(10), [rs("a1", 8, actual=10)], rs("b2", 3), 3),
+    (deployment(10), [rs("a1", 8, actual=10)], rs("b2", 3), 5),
     (deployment(10), [rs("a1", 0)], rs("b2", 7), 10),
     (deployment(10, strategy="Recreate"), [rs("a1", 0)], rs("b2", 0), 10),
 ], ids=["first-wave", "after-old-shrank", "at-surge-limit", "old-status-lags", "capped-at-replicas", "recreate"])
 def test_new_rs_new_replicas(d, old, new, expected):
-    """The new ReplicaSet grows to at most replicas+maxSurge pods in all, counting lagging old pods."""
+    """The new ReplicaSet grows while the ReplicaSets' spec.replicas sum to at most replicas+maxSurge (Kubernetes)."""
     assert ro.new_rs_new_replicas(d, [*old, new], new) == expected
 
 

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from kctl.manifests.sources import STDIN, Document, ManifestError, read_manifests
-from kctl.manifests.yamlio import MAX_INPUT_BYTES
+from kctl.manifests.bounds import MAX_INPUT_BYTES
 
 POD = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n"
 

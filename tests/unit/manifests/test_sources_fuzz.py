@@ -9,9 +9,13 @@ import math
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from kctl.manifests import yamlio
+from kctl.manifests import bounds
+from kctl.manifests.fastreader import FastReader, Unsupported
+from kctl.manifests.ruamelreader import ruamel_documents
 from kctl.manifests.sources import ManifestError, read_manifests
-from kctl.manifests.yamlio import dump_yaml, dump_yaml_all, load_documents
+from kctl.manifests.writer import dump_yaml, dump_yaml_all
+from kctl.manifests.yaml11 import json_value, resolve_plain
+from kctl.manifests.yamlio import load_documents
 
 FUZZ = settings(max_examples=500, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -84,9 +88,9 @@ def as_stored(value):
     """value as Kubernetes keeps it after its JSON round trip: integral floats are ints,
     integers past int64 floats (and past float range, strings)."""
     if isinstance(value, float):
-        return yamlio._json_value("float", value)
+        return json_value("float", value)
     if isinstance(value, int) and not isinstance(value, bool) and not -2**63 <= value < 2**63:
-        return yamlio._json_value(*yamlio._resolve_plain(str(value)))
+        return json_value(*resolve_plain(str(value)))
     if isinstance(value, dict):
         return {key: as_stored(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -121,7 +125,7 @@ def test_written_yaml_reads_the_same_in_ruamel(value):
 
 def reference(text: str):
     try:
-        return "ok", yamlio._ruamel_documents(text, "t", 0, [yamlio.MAX_NODES])[0]
+        return "ok", ruamel_documents(text, "t", 0, [bounds.MAX_NODES])[0]
     except ManifestError as error:
         return "error", str(error)
 
@@ -177,8 +181,8 @@ def test_fast_reader_agrees_with_ruamel(text):
             char in text for char in "\r\x85\u2028\u2029\ufeff\0\ud800"):
         return  # one-document text only: the stream-level paths are tested elsewhere
     try:
-        found = yamlio._FastReader(lines, yamlio.MAX_NODES, open_line).document()
-    except yamlio._Unsupported:
+        found = FastReader(lines, bounds.MAX_NODES, open_line).document()
+    except Unsupported:
         event("left to ruamel.yaml")
         return
     event("read by the fast reader")

@@ -1,4 +1,4 @@
-"""kctl.manifests.yamlio: loading YAML/JSON streams (values, lines, errors, safety bounds) and writing them."""
+"""kctl.manifests.yamlio: loading YAML/JSON streams (values, lines, errors, safety bounds) as Kubernetes does."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import time
 
 import pytest
 
-from kctl.manifests import yamlio
-from kctl.manifests.yamlio import (MAX_DEPTH, MAX_INPUT_BYTES, ManifestError, decode_text, dump_json,
-                             dump_yaml, dump_yaml_all, load_documents)
+from kctl.manifests import bounds
+from kctl.manifests.bounds import MAX_DEPTH, MAX_INPUT_BYTES
+from kctl.manifests.errors import ManifestError
+from kctl.manifests.ruamelreader import ruamel_documents
+from kctl.manifests.yamlio import decode_text, load_documents
 
 
 def load(text: str) -> list:
@@ -27,7 +29,7 @@ def error(text: str) -> ManifestError:
 
 def ruamel_reading(text: str) -> list:
     """What the ruamel.yaml path alone makes of text (the reference for the fast reader)."""
-    documents, _ = yamlio._ruamel_documents(text, "f.yaml", 0, [yamlio.MAX_NODES])
+    documents, _ = ruamel_documents(text, "f.yaml", 0, [bounds.MAX_NODES])
     return documents
 
 
@@ -298,13 +300,13 @@ def test_yaml_bomb_refused_fast(text):
 
 def test_alias_count_limited(monkeypatch):
     """More aliases than MAX_ALIASES are refused."""
-    monkeypatch.setattr(yamlio, "MAX_ALIASES", 5)
+    monkeypatch.setattr(bounds, "MAX_ALIASES", 5)
     assert "more than 5 aliases" in error("a: &a 1\nb: [" + ", ".join(["*a"] * 6) + "]\n").message
 
 
 def test_node_limit(monkeypatch):
     """More nodes than MAX_NODES are refused, whichever reader meets them."""
-    monkeypatch.setattr(yamlio, "MAX_NODES", 50)
+    monkeypatch.setattr(bounds, "MAX_NODES", 50)
     for text in ["".join(f"- {n}\n" for n in range(60)), "[" + ", ".join(["1"] * 60) + "]\n",
                  "a: &a [1, 2, 3, 4, 5, 6, 7, 8]\nb: [*a, *a, *a, *a, *a, *a, *a]\n"]:
         assert "more than" in error(text).message
@@ -378,101 +380,10 @@ def timed(function, *args, **kwargs) -> float:
 
 def test_ruamel_is_imported_only_when_needed():
     """Reading ordinary manifests and writing YAML/JSON do not import ruamel.yaml."""
-    code = ("import sys\nfrom kctl.manifests import yamlio, sources\n"
+    code = ("import sys\nfrom kctl.manifests import sources, writer, yamlio\n"
             "yamlio.load_documents('a: [1, {b: c}]\\n---\\nd: |\\n  x\\n', source='f')\n"
-            "yamlio.dump_yaml({'a': ['yes', 'x\\ny']}); yamlio.dump_json({})\n"
+            "writer.dump_yaml({'a': ['yes', 'x\\ny']}); writer.dump_json({})\n"
             "assert not [m for m in sys.modules if m.startswith('ruamel')], 'imported'\n"
             "yamlio.load_documents('a: &x 1\\nb: *x\\n', source='f')\n"
             "assert 'ruamel.yaml' in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], check=True)
-
-
-# --- writing -------------------------------------------------------------------------------
-
-QUOTED = ["yes", "no", "on", "off", "y", "N", "true", "False", "null", "~", "", " x", "x ", "1",
-          "1.0", "0777", "0o17", "0x10", "1_000", "1e3", ".inf", ".nan", "-1", "+1", "1:20",
-          "2024-01-01", "2024-01-01T00:00:00Z", ":", "a: b", "a #b", "#a", "- a", "-", "---x",
-          "...", "? a", "&a", "*a", "!a", "|", ">", "%a", "@a", "`a", "'a", '"a', "[a]", "{a}",
-          ",a", "<<", "=", "a:", "tab\there", "bell\x07", "\ufeffbom", "nel\x85", "ls\u2028"]
-
-
-@pytest.mark.parametrize("text", QUOTED, ids=[repr(t) for t in QUOTED])
-def test_strings_that_read_as_something_else_are_quoted(text):
-    """Strings YAML 1.2 or 1.1 would read as another type or structure are quoted, and read back."""
-    written = dump_yaml({"k": text})
-    assert written[3] in "'\"", written
-    assert load(written) == [{"k": text}]
-
-
-PLAIN = ["web", "docker.io/library/nginx:1.25", "100m", "a b", "a#b", "--port=8080", "-v",
-         "10.88.0.1", "daemon off;", "a,b", "é", "http://x/y?z=1"]
-
-
-@pytest.mark.parametrize("text", PLAIN, ids=PLAIN)
-def test_ordinary_strings_stay_plain(text):
-    """Ordinary strings are written unquoted."""
-    assert dump_yaml({"k": text}) == f"k: {text}\n"
-
-
-WRITTEN = [
-    ({"b": 1, "a": {"c": [1, "x"]}}, "b: 1\na:\n  c:\n  - 1\n  - x\n"),
-    ({"a": [], "b": {}, "c": None, "d": True, "e": 1.5, "f": -0.0},
-     "a: []\nb: {}\nc: null\nd: true\ne: 1.5\nf: -0.0\n"),
-    ({"a": [{"b": 1, "c": 2}, [3, [4]]]}, "a:\n- b: 1\n  c: 2\n- - 3\n  - - 4\n"),
-    ({"s": "x\ny\n"}, "s: |\n  x\n  y\n"),
-    ({"s": "x\ny"}, "s: |-\n  x\n  y\n"),
-    ({"s": "x\n\n"}, "s: |+\n  x\n\n"),
-    ({"s": " x\ny"}, 's: " x\\ny"\n'),
-    ({"s": ["a\nb\n"]}, "s:\n- |\n  a\n  b\n"),
-    ({"it's": 'say "hi"'}, "it's: say \"hi\"\n"),
-    ({"q": '"b" \'c\''}, "q: '\"b\" ''c'''\n"),
-    ({"n": 1, "y": "yes"}, '"n": 1\n"y": "yes"\n'),
-    ({"-k": 1, "a,b": 2}, '"-k": 1\n"a,b": 2\n'),
-    ([], "[]\n"),
-    ("x", "x\n"),
-    (None, "null\n"),
-]
-
-
-@pytest.mark.parametrize(("obj", "expected"), WRITTEN, ids=[repr(c[0])[:30] for c in WRITTEN])
-def test_dump_yaml_layout(obj, expected):
-    """Block style as kubectl writes it: keys in order, indentless lists, `|` blocks; it reads back."""
-    assert dump_yaml(obj) == expected
-    assert load(expected) == [obj]
-
-
-def test_long_keys_use_explicit_form():
-    """Keys longer than an implicit key may be are written as `? key` and read back."""
-    obj = {"k" * 1500: {"x": [1]}, "short": 1}
-    assert load(dump_yaml(obj)) == [obj]
-
-
-def test_dump_yaml_all_separates_documents():
-    """Documents are separated by `---` lines and read back as separate documents."""
-    objs = [{"a": 1}, {"b": "x\n\n"}, {"c": [1]}]
-    written = dump_yaml_all(objs)
-    assert written == "a: 1\n---\nb: |+\n  x\n\n---\nc:\n- 1\n"
-    assert load(written) == objs
-    assert dump_yaml_all([]) == ""
-
-
-def test_dump_json_like_kubectl():
-    """JSON is indented by 4, keeps non-ASCII characters and ends with a newline."""
-    assert dump_json({"a": "é", "b": [1]}) == '{\n    "a": "é",\n    "b": [\n        1\n    ]\n}\n'
-
-
-BAD_DATA = [({1: "a"}, TypeError), ({"a": object()}, TypeError), ({"a": {2.5: 1}}, TypeError)]
-
-
-@pytest.mark.parametrize(("obj", "exception"), BAD_DATA, ids=["int-key", "object", "float-key"])
-def test_dump_yaml_refuses_non_plain_data(obj, exception):
-    """Only plain data with string keys can be written."""
-    with pytest.raises(exception):
-        dump_yaml(obj)
-
-
-def test_dumping_1000_pods_is_fast():
-    """`kctl get pods -o yaml` of 1,000 pods is written in well under 300 ms (asserted loosely for CI)."""
-    pods = [load(MANIFEST.split("---\n")[0])[0] | {"metadata": {"name": f"web-{n}"}} for n in range(1000)]
-    best = min(timed(dump_yaml, {"apiVersion": "v1", "kind": "List", "items": pods}) for _ in range(3))
-    assert best < 1.0, f"{best:.3f} s"

@@ -19,8 +19,10 @@ import pytest
 
 from kctl.admission import validation
 from kctl.machinery.resources import builtin_registry
-from kctl.manifests import yamlio
-from kctl.manifests.yamlio import ManifestError, load_documents
+from kctl.manifests import bounds
+from kctl.manifests.errors import ManifestError
+from kctl.manifests.ruamelreader import ruamel_documents
+from kctl.manifests.yamlio import load_documents
 
 # (plain scalar, what kubectl printed for it as a value)
 VALUES = [
@@ -191,8 +193,7 @@ def readers(text: str) -> dict[str, object]:
     """What each reader makes of the one-document text: the data, or the ManifestError."""
     found: dict[str, object] = {}
     for name, read in (("fast", lambda: load_documents(text, source="x.yaml")),
-                       ("ruamel", lambda: yamlio._ruamel_documents(text, "x.yaml", 0,
-                                                                  [yamlio.MAX_NODES])[0])):
+                       ("ruamel", lambda: ruamel_documents(text, "x.yaml", 0, [bounds.MAX_NODES])[0])):
         try:
             found[name] = read()[0][2]
         except ManifestError as error:

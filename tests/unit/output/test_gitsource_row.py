@@ -1,4 +1,4 @@
-"""kctl.output.printers' GitSource row: its short revision agrees with git sync's, with no import of kctl.sync."""
+"""kctl.output.tables' GitSource row: its short revision agrees with git sync's, with no import of kctl.sync."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from datetime import datetime, timezone
 import pytest
 
 from kctl.machinery.resources import builtin_registry
-from kctl.output.printers import parse_output, print_objects, short_revision
+from kctl.output.formats import parse_output
+from kctl.output.printers import print_objects
+from kctl.output.tables import short_revision
 from kctl.sync import reconcile
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -43,7 +45,8 @@ def test_output_does_not_import_sync() -> None:
     """Printing a GitSource row loads no module of kctl.sync (output sits below sync)."""
     code = ("import io, sys\n"
             "from kctl.machinery.resources import builtin_registry\n"
-            "from kctl.output.printers import parse_output, print_objects\n"
+            "from kctl.output.formats import parse_output\n"
+            "from kctl.output.printers import print_objects\n"
             "obj = {'kind': 'GitSource', 'metadata': {'name': 'a'}, 'status': {'lastAppliedRevision': 'main@abc'}}\n"
             "print_objects([obj], builtin_registry().lookup('gitsources'), parse_output(None), io.StringIO(),\n"
             "              err=io.StringIO())\n"

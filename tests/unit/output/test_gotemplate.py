@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from kctl.output import gotemplate
+from kctl.output.gotemplate.values import go_quote
 
 #: the object every case runs on (what `kubectl annotate --local -f obj.json zz- -o json` prints)
 OBJECT = {"apiVersion": "v1", "data": {"a": "aGVsbG8=", "b": "2", "empty": ""}, "kind": "ConfigMap", "metadata": {"annotations": {"note": "say \"hi\"\tnow"}, "labels": {"app": "web", "tier": "front"}, "name": "web", "namespace": "prod"}, "spec": {"big": 1000000, "empty": [], "flag": True, "huge": 1e+21, "list": [1, "two", 3.5], "m": {}, "nil": None, "off": False, "ratio": 0.25, "replicas": 3}}
@@ -147,7 +148,7 @@ def test_errors_match_kubectl(template, expected):
 ], ids=["plain", "escapes", "controls", "hex", "unicode", "non-printable"])
 def test_go_quote(value, quoted):
     """%q quotes as Go's strconv.Quote does."""
-    assert gotemplate.go_quote(value) == quoted
+    assert go_quote(value) == quoted
 
 
 def test_list_object_ranges_items():

@@ -9,10 +9,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from kctl.machinery.errors import BadRequest
 from kctl.machinery.resources import ResourceType, builtin_registry
-from kctl.output.printers import (OutputFormat, age, format_label_selector, human_duration, parse_output,
-                               print_objects)
+from kctl.output.formats import parse_output
+from kctl.output.printers import print_objects
 
 NOW = datetime(2026, 12, 2, 17, 0, 0, tzinfo=timezone.utc)
 CREATED = "2026-12-02T16:00:00Z"  # 60m before NOW
@@ -314,84 +313,3 @@ def test_json_and_yaml_list():
         "apiVersion": "v1", "items": [CRASHLOOP, COMPLETED], "kind": "List", "metadata": {"resourceVersion": ""}}
     text = run([CRASHLOOP, COMPLETED], rt, "yaml")[0]
     assert "kind: List" in text and "resourceVersion: \"\"" in text.replace("''", '""')
-
-
-PARSE_CASES = [
-    (None, OutputFormat("table")),
-    ("", OutputFormat("table")),
-    ("wide", OutputFormat("wide")),
-    ("yaml", OutputFormat("yaml")),
-    ("json", OutputFormat("json")),
-    ("name", OutputFormat("name")),
-    ("jsonpath={.metadata.name}", OutputFormat("jsonpath", template="{.metadata.name}")),
-    ("custom-columns=NAME:.metadata.name,IMG:spec.containers[*].image",
-     OutputFormat("custom-columns", columns=(("NAME", "{.metadata.name}"),
-                                             ("IMG", "{.spec.containers[*].image}")))),
-]
-
-
-@pytest.mark.parametrize("spec,expected", PARSE_CASES, ids=[str(c[0]) for c in PARSE_CASES])
-def test_parse_output(spec, expected):
-    """Every -o value kubectl accepts for get parses to its format."""
-    assert parse_output(spec) == expected
-
-
-PARSE_ERRORS = [
-    ("xml", 'unable to match a printer suitable for the output format "xml", allowed formats are: '
-            "custom-columns,custom-columns-file,go-template,go-template-file,json,jsonpath,jsonpath-file,name,"
-            "template,templatefile,wide,yaml"),
-    ("jsonpath", "template format specified but no template given"),
-    ("jsonpath=", "template format specified but no template given"),
-    ("jsonpath={.a", "error parsing jsonpath {.a, unclosed action"),
-    ("custom-columns", "custom-columns format specified but no custom columns given"),
-    ("custom-columns=NAME", "unexpected custom-columns spec: NAME, expected <header>:<json-path-expr>"),
-]
-
-
-@pytest.mark.parametrize("spec,message", PARSE_ERRORS, ids=[c[0] for c in PARSE_ERRORS])
-def test_parse_output_errors(spec, message):
-    """A bad -o value is a BadRequest with kubectl's wording."""
-    with pytest.raises(BadRequest) as info:
-        parse_output(spec)
-    assert info.value.message == message
-
-
-DURATIONS = [
-    (-5, "<invalid>"), (-1, "0s"), (0, "0s"), (45, "45s"), (119, "119s"), (120, "2m"), (330, "5m30s"),
-    (600, "10m"), (10799, "179m"), (3 * 3600 + 120, "3h2m"), (5 * 3600, "5h"), (8 * 3600, "8h"),
-    (47 * 3600 + 59, "47h"), (48 * 3600, "2d"), (53 * 3600, "2d5h"), (8 * 86400, "8d"),
-    (400 * 86400, "400d"), (730 * 86400, "2y"), (800 * 86400, "2y70d"), (9 * 365 * 86400, "9y"),
-]
-
-
-@pytest.mark.parametrize("seconds,expected", DURATIONS, ids=[c[1] + f"-{c[0]}" for c in DURATIONS])
-def test_human_duration(seconds, expected):
-    """Ages read as kubectl's HumanDuration."""
-    assert human_duration(seconds) == expected
-
-
-AGES = [(CREATED, "60m"), ("2026-12-02T16:59:15.5Z", "44s"), ("2026-12-02T17:00:00+01:00", "60m"),
-        (None, "<unknown>"), ("not a time", "<unknown>")]
-
-
-@pytest.mark.parametrize("timestamp,expected", AGES, ids=[str(c[0]) for c in AGES])
-def test_age(timestamp, expected):
-    """AGE comes from an RFC 3339 creationTimestamp; missing or bad is `<unknown>`."""
-    assert age(timestamp, NOW) == expected
-
-
-SELECTORS = [
-    ({"matchLabels": {"tier": "fe", "app": "web"}}, "app=web,tier=fe"),
-    ({"matchExpressions": [{"key": "env", "operator": "In", "values": ["prod", "dev"]},
-                           {"key": "canary", "operator": "DoesNotExist"},
-                           {"key": "zone", "operator": "Exists"},
-                           {"key": "os", "operator": "NotIn", "values": ["win"]}]},
-     "!canary,env in (dev,prod),os notin (win),zone"),
-    ({}, "<none>"),
-]
-
-
-@pytest.mark.parametrize("selector,expected", SELECTORS, ids=["labels", "expressions", "empty"])
-def test_format_label_selector(selector, expected):
-    """Selectors print as kubectl's label selector strings, sorted by key."""
-    assert format_label_selector(selector) == expected

@@ -8,7 +8,8 @@ from datetime import datetime, timezone
 import pytest
 
 from kctl.machinery.resources import builtin_registry
-from kctl.output.printers import parse_output, print_objects
+from kctl.output.formats import parse_output
+from kctl.output.printers import print_objects
 
 NOW = datetime(2026, 12, 2, 17, 0, 0, tzinfo=timezone.utc)
 

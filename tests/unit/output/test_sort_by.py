@@ -1,4 +1,4 @@
-"""--sort-by's order (kctl.output.printers.sort_objects) and a CRD's printer-column cells, as kubectl."""
+"""--sort-by's order (kctl.output.sorting.sort_objects) and a CRD's printer-column cells, as kubectl."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from kctl.machinery.errors import ClientSideError
-from kctl.output.printers import PrinterColumn, _crd_cell, _natural_less, crd_columns, sort_objects
+from kctl.output.crdcolumns import PrinterColumn, crd_cell, crd_columns
+from kctl.output.sorting import natural_less, sort_objects
 
 
 @pytest.mark.parametrize(("a", "b", "less"), [
@@ -15,9 +16,9 @@ from kctl.output.printers import PrinterColumn, _crd_cell, _natural_less, crd_co
     ("a02", "a2", False), ("a2", "a02", True), ("1", "a", True), ("a", "1", False),
     ("x", "xy", True), ("same", "same", False), ("v1.9", "v1.10", True),
 ], ids=lambda v: repr(v))
-def test_natural_less(a, b, less):
+def testnatural_less(a, b, less):
     """Strings compare as sortorder.NaturalLess: digit runs by value, then fewer leading zeros first."""
-    assert _natural_less(a, b) is less
+    assert natural_less(a, b) is less
 
 
 def _objs(*values):
@@ -65,7 +66,7 @@ NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
         "missing", "date", "bad-date"])
 def test_crd_cells(column, obj, cell):
     """Cells follow the apiextensions table convertor: typed values, dates as ages, missing empty."""
-    assert _crd_cell(column, obj, NOW) == cell
+    assert crd_cell(column, obj, NOW) == cell
 
 
 def test_crd_columns_default_and_version():

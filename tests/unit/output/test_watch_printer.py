@@ -9,7 +9,8 @@ from datetime import datetime, timezone
 import pytest
 
 from kctl.machinery.resources import builtin_registry
-from kctl.output.printers import WatchPrinter, parse_output
+from kctl.output.formats import parse_output
+from kctl.output.printers import WatchPrinter
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 CMS = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": n, "namespace": "default",

@@ -1,4 +1,4 @@
-"""Container event streams: MemoryRuntime's, and Podman's (kctl.runtime.podman_events) against a fake service.
+"""Container event streams: MemoryRuntime's, and Podman's (kctl.runtime.podman.events) against a fake service.
 
 The fake service is a unix-socket HTTP server in a thread that answers the events request
 with a chunked stream the test writes to, as Podman 4.3.1 does.
@@ -27,7 +27,7 @@ from kctl.runtime.interface import (
     RuntimeError_,
 )
 from kctl.runtime.memory import FakeClock, MemoryRuntime
-from kctl.runtime.podman_events import event_filters, open_event_stream, parse_event
+from kctl.runtime.podman.events import event_filters, open_event_stream, parse_event
 
 IMAGE = "localhost/busybox:demo"
 KCTL = {LABEL_MANAGED: "true"}

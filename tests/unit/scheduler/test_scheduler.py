@@ -1,5 +1,5 @@
 """The scheduler end to end over a real store: binding many pods, failures users can read,
-retries on cluster events, profiles, and the running loop with its own watch."""
+retries on cluster events, profiles, and the running loop with its own informers."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def sched(api, clock):
 
 
 def test_run_binds_500_pods_on_50_nodes(api):
-    """The running scheduler (own watch, bind worker) binds 500 pods over 50 Nodes, evenly."""
+    """The running scheduler (own informers, bind worker) binds 500 pods over 50 Nodes, evenly."""
     api.write_all([("create", node(f"n{i:02d}")) for i in range(50)])
     api.write_all([("create", pod(f"p{i:03d}", cpu="100m", memory="128Mi")) for i in range(500)])
     sched = Scheduler(api)
@@ -265,7 +265,7 @@ def test_settings_can_turn_off_scheduled_events(api):
 
 
 def test_run_with_shared_informers(api):
-    """Given an InformerFactory, the scheduler uses the shared nodes/pods informers, not its own watch."""
+    """Given an InformerFactory, the scheduler uses its shared nodes/pods informers, not a factory of its own."""
     from kctl.client.informer import InformerFactory
 
     api.create(node("n1"))
@@ -279,10 +279,34 @@ def test_run_with_shared_informers(api):
     try:
         api.create(pod("late", cpu="100m"))
         assert wait_for(lambda: placed_node(api, "early") == "n1" and placed_node(api, "late") == "n1")
-        assert sched._feed is None
+        assert sched.informers is informers and not sched.owns_informers
+        assert [i.rt.plural for i in informers.informers()] == ["nodes", "pods"]
     finally:
         stop.set()
         runner.join(30)
+
+
+def test_run_without_informers_starts_and_stops_its_own(api):
+    """Without shared informers the scheduler makes its own nodes/pods informers (kctl.client.informer),
+    starts them in run() and they end with it."""
+    api.create(node("n1"))
+    api.create(pod("early", cpu="100m"))
+    sched = Scheduler(api)
+    assert sched.owns_informers
+    own = sched.informers.informers()
+    assert [i.rt.plural for i in own] == ["nodes", "pods"] and not any(i.running for i in own)
+    stop = threading.Event()
+    runner = threading.Thread(target=sched.run, args=(stop,))
+    runner.start()
+    try:
+        api.create(pod("late", cpu="100m"))
+        assert wait_for(lambda: placed_node(api, "early") == "n1" and placed_node(api, "late") == "n1")
+        assert all(i.running for i in own)
+    finally:
+        stop.set()
+        runner.join(30)
+    assert not runner.is_alive()
+    assert wait_for(lambda: not any(i.running for i in own))
 
 
 @pytest.mark.parametrize("full_every", [2, 3, 7, 1000], ids=["half-full", "third-full", "few-full", "none-full"])

@@ -158,3 +158,51 @@ def test_status_updates_do_not_dirty_the_node(cache, change, copied):
     cache.update_snapshot(snapshot)
     assert (snapshot.get("n1") is not before) is copied
     assert cache.node_info("n1").requested.milli_cpu == 1000
+
+
+def test_expire_looks_only_at_finished_bindings_in_order(cache, clock):
+    """Only unconfirmed pods whose binding finished expire, each at its own deadline; confirmed,
+    forgotten and never-finished pods do not, and a re-finished pod gets a new deadline."""
+    for name in ("a", "b", "c", "d", "e"):
+        cache.assume_pod(PodInfo(pod(name, cpu="100m")), "n1")
+    cache.finish_binding("default/a")  # due at 30
+    clock.advance(10)
+    cache.finish_binding("default/b")  # due at 40, but confirmed below
+    cache.finish_binding("default/e")  # due at 40, forgotten and assumed again below
+    clock.advance(10)
+    cache.finish_binding("default/c")  # due at 50
+    cache.add_pod(pod("b", cpu="100m", node_name="n1"))
+    cache.forget_pod("default/e")
+    cache.assume_pod(PodInfo(pod("e", cpu="100m")), "n2")
+    clock.advance(5)
+    cache.finish_binding("default/e")  # due at 55
+    clock.advance(6)  # t = 31
+    assert cache.cleanup_expired() == ["default/a"]
+    clock.advance(14)  # t = 45
+    assert cache.cleanup_expired() == []
+    clock.advance(6)  # t = 51
+    assert cache.cleanup_expired() == ["default/c"]
+    clock.advance(5)  # t = 56
+    assert cache.cleanup_expired() == ["default/e"]
+    clock.advance(3600)
+    assert cache.cleanup_expired() == []  # d's binding never finished; b was confirmed
+    assert cache.is_assumed("default/d") and cache.has_pod("default/b") and not cache.is_assumed("default/b")
+    assert cache._finished == {}
+
+
+def test_expire_does_not_walk_every_cached_pod(cache):
+    """With thousands of confirmed pods and none pending, cleanup looks at nothing."""
+    for i in range(2000):
+        cache.add_pod(pod(f"p{i}", cpu="1m", node_name="n1"))
+    cache._pods = _NoIteration(cache._pods)
+    assert cache.cleanup_expired() == []
+
+
+class _NoIteration(dict):
+    """A dict that fails the test if anything iterates over it."""
+
+    def __iter__(self):
+        raise AssertionError("cleanup_expired iterated over every cached pod")
+
+    def items(self):
+        raise AssertionError("cleanup_expired iterated over every cached pod")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from plugin_harness import make_node, make_pod, reasons, run_filter, run_score, snapshot_of
+from plugin_harness import handle_for, make_node, make_pod, reasons, run_filter, run_score, snapshot_of
 
+from kctl.scheduler.framework import Code, CycleState
+from kctl.scheduler.nodeinfo import PodInfo
 from kctl.scheduler.plugins.taint_toleration import TaintToleration
 
 GPU = {"key": "gpu", "value": "true", "effect": "NoSchedule"}
@@ -48,3 +50,28 @@ def test_score(tolerations, expected):
     snapshot = snapshot_of([make_node("clean"), make_node("one", taints=[SOFT]),
                             make_node("two", taints=[other, {**other, "key": "old"}])])
     assert run_score(TaintToleration(), make_pod("p", tolerations=tolerations), snapshot) == expected
+
+
+class _Unscanned(list):
+    """A node list that fails the test if PreScore iterates over it."""
+
+    def __iter__(self):
+        raise AssertionError("PreScore scanned every node's taints")
+
+
+@pytest.mark.parametrize("taints, with_handle, skipped", [
+    ([], True, True),
+    ([GPU], True, True),
+    ([SOFT], True, False),
+    ([SOFT], False, False),
+    ([], False, True),
+], ids=["no-taints", "only-noschedule", "prefer-no-schedule", "no-handle-soft", "no-handle-clean"])
+def test_pre_score_skips_from_the_snapshots_count(taints, with_handle, skipped):
+    """With a handle, PreScore skips on the snapshot's count of PreferNoSchedule nodes, not a scan per pod."""
+    snapshot = snapshot_of([make_node("n", taints=taints), make_node("clean")])
+    plugin = TaintToleration(handle=handle_for(snapshot) if with_handle else None)
+    nodes = list(snapshot.node_info_list)
+    if with_handle and not any(t["effect"] == "PreferNoSchedule" for t in taints):
+        nodes = _Unscanned(nodes)
+    status = plugin.pre_score(CycleState(), PodInfo(make_pod("p")), nodes)
+    assert (status is not None and status.code is Code.SKIP) == skipped

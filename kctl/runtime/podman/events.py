@@ -1,6 +1,6 @@
 """Podman's container event stream (`GET /libpod/events?stream=true`) as a kctl EventStream.
 
-PodmanRuntime.container_events (kctl.runtime.podman) opens one for the node agent's event
+PodmanRuntime.container_events (kctl.runtime.podman.exec_logs) opens one for the node agent's event
 watcher (kctl.agent.runtime_events) on the runtime's local socket: Podman's own socket, or
 the local end of the SSH tunnel to a remote host, so the events of a remote host come
 through the same tunnel as every other call.

@@ -1,0 +1,236 @@
+"""apply -> serving: one Pod with a hostPort, from `kctl apply` until its port answers, against `podman kube play`.
+
+Run as root: `.venv/bin/python benchmarks/apply_serving.py [--runs N]` (docs/benchmarks.md
+records a run). It starts a private `podman system service` (kctl's containers.conf, storage
+of its own, so nothing else on the machine is touched), builds the demo image into it, and
+starts `kctl daemon` once on a store of its own (the scheduler binds the Pod: it names no
+node). Then, interleaved, N times each:
+
+- kctl: `kctl apply -f pod.yaml` as a new process (start-up included), then the clock runs
+  until an HTTP answer comes from 127.0.0.1:PORT (busybox httpd in the Pod); then the Pod
+  is deleted through the API and the run waits until the port is closed and the Podman pod
+  is gone;
+- podman: `podman --url URL kube play pod.yaml` of the same manifest, the clock running until
+  the port answers the same way; then `podman kube down` and the same wait.
+
+Besides the medians it prints where kctl's time goes, per run as seen by the polling loop
+(every 2 ms): the Pod in the store (apply's write committed), the apply process's exit, the
+Pod bound (spec.nodeName), the port answering, and the agent's status write of a running
+container.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kctl.apiserver.server import APIServer  # noqa: E402
+from kctl.machinery.errors import NotFound  # noqa: E402
+from kctl.runtime.service import CONTAINERS_CONF_FILE, LocalPodmanService  # noqa: E402
+from kctl.store.sqlite import Store  # noqa: E402
+from kctl.testing.testbed import unmount_under  # noqa: E402
+
+KCTL = [sys.executable, "-m", "kctl"]
+IMAGE = "localhost/busybox:demo"
+NODE = "bench-node"
+NAMESPACE = "bench"
+NAME = "web"
+POLL = 0.002  # seconds between two looks of the polling loop
+
+
+def pod(port: int) -> dict:
+    """The Pod both tools run: busybox httpd on containerPort 8080, published on hostPort `port`."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": NAME, "namespace": NAMESPACE},
+            "spec": {"terminationGracePeriodSeconds": 1, "containers": [{
+                "name": "httpd", "image": IMAGE, "imagePullPolicy": "Never",
+                "command": ["httpd", "-f", "-p", "8080", "-h", "/etc"],
+                "ports": [{"containerPort": 8080, "hostPort": port}]}]}}
+
+
+def answers(port: int) -> bool:
+    """Whether an HTTP server answers on 127.0.0.1:port (any status line)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+            sock.sendall(b"GET / HTTP/1.0\r\n\r\n")
+            return sock.recv(16).startswith(b"HTTP/")
+    except OSError:
+        return False
+
+
+def run(cmd: list[str], *, env: dict) -> None:
+    result = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[:5])}... failed: {result.stderr.decode().strip()}")
+
+
+class Bench:
+    """The service, the daemon and the store of one benchmark run (closed by close())."""
+
+    def __init__(self, folder: str, *, port: int) -> None:
+        self.folder, self.port = folder, port
+        self.env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        self.env["CONTAINERS_CONF"] = str(CONTAINERS_CONF_FILE)
+        self.store_path = os.path.join(folder, "kctl.db")
+        self.env["KCTL_STORE"] = self.store_path
+        self.daemon: subprocess.Popen[bytes] | None = None
+        self.service = LocalPodmanService.ensure(os.path.join(folder, "podman.sock"), conf=str(CONTAINERS_CONF_FILE),
+                                                 root=os.path.join(folder, "storage"),
+                                                 runroot=os.path.join(folder, "run"))
+        if not self.service.owned:
+            raise SystemExit(f"a Podman service already answers in {folder}")
+        self.store = Store(self.store_path)
+        try:
+            subprocess.run([str(ROOT / "tools" / "build-demo-image.sh"), "--url", self.service.url], check=True,
+                           env=self.env)
+            self.api = APIServer(self.store, user="bench")
+            self.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+            self.manifest = os.path.join(folder, "pod.yaml")
+            Path(self.manifest).write_text(json.dumps(pod(port)) + "\n")
+            self.daemon = subprocess.Popen([*KCTL, "daemon", "--node", NODE, "--podman-url", self.service.url,
+                                            "--log-level", "warning"],
+                                           env=self.env, stdin=subprocess.DEVNULL,
+                                           stderr=open(os.path.join(folder, "daemon.log"), "wb"))
+            self.wait(self._node_ready, 60, "the node to be Ready")
+        except BaseException:
+            self.close()
+            raise
+
+    def _node_ready(self) -> bool:
+        items, _ = self.api.list(self.api.resource("nodes"))
+        return any(c.get("type") == "Ready" and c.get("status") == "True"
+                   for n in items for c in (n.get("status") or {}).get("conditions") or [])
+
+    def wait(self, check, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not check():
+            if time.monotonic() > deadline:
+                raise SystemExit(f"timed out waiting for {what}; see the daemon log in {self.folder}")
+            time.sleep(POLL)
+
+    def _pod(self) -> dict | None:
+        try:
+            return self.api.get(self.api.resource("pods"), NAME, namespace=NAMESPACE)
+        except NotFound:
+            return None
+
+    def kctl_up(self) -> dict[str, float]:
+        """One kctl run: the times (s from the start) at which each step was first seen."""
+        seen: dict[str, float] = {}
+        start = time.perf_counter()
+        apply = subprocess.Popen([*KCTL, "apply", "-f", self.manifest], env=self.env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while "serving" not in seen or "status" not in seen:
+            now = time.perf_counter() - start
+            if "cli" not in seen and apply.poll() is not None:
+                if apply.returncode:
+                    raise SystemExit(f"kctl apply failed: {apply.stderr.read().decode() if apply.stderr else ''}")
+                seen["cli"] = now
+            obj = self._pod()
+            if obj is not None:
+                seen.setdefault("stored", now)
+                if "bound" not in seen and (obj.get("spec") or {}).get("nodeName"):
+                    seen["bound"] = now
+                if "status" not in seen and any("running" in (c.get("state") or {})
+                                                for c in (obj.get("status") or {}).get("containerStatuses") or []):
+                    seen["status"] = now
+            if "serving" not in seen and answers(self.port):
+                seen["serving"] = now
+            if time.monotonic() > deadline:
+                raise SystemExit(f"kctl: timed out (seen {seen}); see the daemon log in {self.folder}")
+            time.sleep(POLL)
+        if apply.stderr is not None:
+            apply.stderr.close()
+        return seen
+
+    def kctl_down(self) -> None:
+        self.api.delete(self.api.resource("pods"), NAME, namespace=NAMESPACE)
+        self.wait(lambda: self._pod() is None and not answers(self.port) and not self._podman_pods(), 120,
+                  "the kctl Pod to be removed")
+
+    def play_up(self) -> float:
+        start = time.perf_counter()
+        run(["podman", "--url", self.service.url, "kube", "play", self.manifest], env=self.env)
+        self.wait(lambda: answers(self.port), 60, "kube play's pod to answer")
+        return time.perf_counter() - start
+
+    def play_down(self) -> None:
+        run(["podman", "--url", self.service.url, "kube", "down", self.manifest], env=self.env)
+        self.wait(lambda: not answers(self.port) and not self._podman_pods(), 120, "kube down")
+
+    def _podman_pods(self) -> list[str]:
+        out = subprocess.run(["podman", "--url", self.service.url, "pod", "ps", "-q"], env=self.env,
+                             capture_output=True, text=True)
+        return out.stdout.split()
+
+    def close(self) -> None:
+        if self.daemon is not None:
+            self.daemon.terminate()
+            try:
+                self.daemon.wait(30)
+            except subprocess.TimeoutExpired:
+                self.daemon.kill()
+                self.daemon.wait()
+        for pod_id in self._podman_pods():  # the service's storage is this run's own
+            subprocess.run(["podman", "--url", self.service.url, "pod", "rm", "-f", pod_id], env=self.env,
+                           capture_output=True)
+        self.store.close()
+        self.service.stop()
+        unmount_under(self.folder)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--port", type=int, default=18480, help="the hostPort (free on this machine)")
+    args = parser.parse_args()
+    if answers(args.port):
+        raise SystemExit(f"port {args.port} already answers: choose another with --port")
+    with tempfile.TemporaryDirectory(prefix="kctl-bench-serving-") as folder:
+        bench = Bench(folder, port=args.port)
+        try:
+            bench.kctl_up()  # warm: bytecode, page cache, the image's layers
+            bench.kctl_down()
+            bench.play_up()
+            bench.play_down()
+            ours: list[dict[str, float]] = []
+            theirs: list[float] = []
+            for r in range(args.runs):
+                for side in (("kctl", "podman") if r % 2 == 0 else ("podman", "kctl")):
+                    if side == "kctl":
+                        ours.append(bench.kctl_up())
+                        bench.kctl_down()
+                    else:
+                        theirs.append(bench.play_up())
+                        bench.play_down()
+        finally:
+            bench.close()
+
+    def med(key: str) -> float:
+        return statistics.median(run[key] for run in ours) * 1000
+
+    play = statistics.median(theirs) * 1000
+    print(f"| what (median of {args.runs}) | kctl | `podman kube play` | ratio |")
+    print("|---|---|---|---|")
+    print(f"| one Pod with a hostPort, until the port answers | {med('serving'):.0f} ms | {play:.0f} ms "
+          f"| {med('serving') / play:.2f}x |")
+    print()
+    print("kctl's steps, median ms from the start: "
+          + ", ".join(f"{key} {med(key):.0f}" for key in ("stored", "cli", "bound", "serving", "status")))
+    print("all runs, ms: kctl " + json.dumps([round(r["serving"] * 1000) for r in ours])
+          + "; podman " + json.dumps([round(t * 1000) for t in theirs]))
+
+
+if __name__ == "__main__":
+    main()

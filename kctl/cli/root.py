@@ -1,0 +1,140 @@
+"""The root Typer app of `kctl`, its global options, and the Click tree built from the command modules.
+
+Each command group lives in its own module with its own Typer app; `COMMANDS` names the module
+of every command and `command(verb=...)` mounts only the invoked command's module on the root
+(all of them for `--help`, completion or an unknown verb). No command module imports this one.
+The root callback puts the global options on Click's `ctx.obj` as a frozen
+`kctl.cli.connect.CLIContext`; `command` gives every command its Examples (kctl.cli.examples)
+and completers (kctl.cli.completion). Called by kctl.cli.main (the entry point, which imports
+this module, and so Click and Typer, only for a line it does not answer without them) and by
+tests that invoke `app` itself.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import click
+import typer
+
+from kctl.cli import connect
+
+app = typer.Typer(
+    name="kctl",
+    help="kctl: Kubernetes-style Deployments, rolling updates and self-healing on Podman hosts.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    store: Annotated[Optional[str], typer.Option(
+        "--store", envvar="KCTL_STORE", help="SQLite store file (default: $XDG_DATA_HOME/kctl/kctl.db).")] = None,
+    server: Annotated[Optional[str], typer.Option(
+        "--server", envvar="KCTL_SERVER",
+        help="Use the control plane at ssh://user@host[:port]/path/kctl.db instead of a local store.")] = None,
+    identity: Annotated[Optional[str], typer.Option(
+        "--identity", envvar="KCTL_SSH_IDENTITY", help="SSH private key for --server.")] = None,
+) -> None:
+    """kctl: Kubernetes-style Deployments, rolling updates and self-healing on Podman hosts."""
+    ctx.obj = connect.CLIContext(store_path=store or None, server_url=server or None, identity=identity or None)
+
+
+#: every command and command group -> the module whose `app` (a typer.Typer) defines it, in `--help` order
+COMMANDS: dict[str, str] = {
+    "apply": "kctl.cli.apply", "create": "kctl.cli.apply", "diff": "kctl.cli.apply",
+    "daemon": "kctl.cli.daemon",
+    "get": "kctl.cli.get", "describe": "kctl.cli.get",
+    "image": "kctl.cli.image",
+    "logs": "kctl.cli.logs", "exec": "kctl.cli.logs",
+    "init": "kctl.cli.maintenance", "backup": "kctl.cli.maintenance", "restore": "kctl.cli.maintenance",
+    "vacuum": "kctl.cli.maintenance", "encryption": "kctl.cli.maintenance",
+    "delete": "kctl.cli.modify", "patch": "kctl.cli.modify", "label": "kctl.cli.modify",
+    "annotate": "kctl.cli.modify", "edit": "kctl.cli.modify",
+    "expose": "kctl.cli.expose",
+    "explain": "kctl.cli.reference", "api-resources": "kctl.cli.reference", "version": "kctl.cli.reference",
+    "completion": "kctl.cli.reference",
+    "node": "kctl.cli.node",
+    "cordon": "kctl.cli.nodes", "uncordon": "kctl.cli.nodes", "drain": "kctl.cli.nodes",
+    "rollout": "kctl.cli.rollout",
+    "scale": "kctl.cli.scale", "set": "kctl.cli.scale",
+    "serve": "kctl.cli.serve",
+    "wait": "kctl.cli.wait",
+    "sync": "kctl.cli.sync",
+    "audit": "kctl.cli.audit",
+}
+
+
+def _module_app(module: str) -> typer.Typer:
+    """The Typer app of one command module (imported on first use)."""
+    import importlib
+
+    sub = importlib.import_module(module).app
+    assert isinstance(sub, typer.Typer), module
+    return sub
+
+
+def _mount(target: typer.Typer, modules: list[str], *, only: str | None = None) -> None:
+    """Put the commands and groups of `modules`' apps on `target` (only the one named `only`, if given)."""
+    import typer.main
+
+    for module in modules:
+        sub = _module_app(module)
+        for info in sub.registered_commands:
+            name = info.name or typer.main.get_command_name(info.callback.__name__ if info.callback else "")
+            if only is None or name == only:
+                target.registered_commands.append(info)
+        for group in sub.registered_groups:
+            if only is None or typer.main.solve_typer_info_defaults(group).name == only:
+                target.registered_groups.append(group)
+
+
+def register() -> None:
+    """Mount every command on `app` (once): for `--help`, completion, and tests that invoke `app` itself."""
+    if not app.registered_commands and not app.registered_groups:
+        _mount(app, list(dict.fromkeys(COMMANDS.values())))
+
+
+def command(*, verb: str | None = None) -> click.Group:
+    """The Click tree of every command, with its Examples and shell completers attached.
+
+    With `verb` (the command named on the line) the root holds only that command or group: Typer
+    then resolves the parameters of one command, not of every one (a third of a `kctl get`'s
+    start-up). An unknown verb builds every command, for Click's "No such command" and hints.
+    """
+    import typer.main
+
+    from kctl.cli import completion, examples
+
+    root = typer.main.get_command(_only(verb) if verb else _all())
+    assert isinstance(root, click.Group)
+    examples.attach(root)
+    completion.attach(root)
+    return root
+
+
+def _all() -> typer.Typer:
+    """`app` with every command mounted."""
+    register()
+    return app
+
+
+def _only(verb: str) -> typer.Typer:
+    """A copy of `app` that holds only the command or group named `verb` (every command if none is)."""
+    import copy
+
+    module = COMMANDS.get(verb)
+    if module is None:
+        return _all()
+    one = copy.copy(app)
+    one.registered_commands, one.registered_groups = [], []
+    _mount(one, [module], only=verb)
+    return one
+
+
+__all__ = ["COMMANDS", "app", "command", "register", "root"]

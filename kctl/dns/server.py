@@ -1,0 +1,193 @@
+"""The cluster DNS server: the zone's answers over UDP and TCP, every other name forwarded upstream.
+
+`ClusterDNS(view, address=..., port=...)` serves kctl.dns.records' answers for the cluster
+zone (authoritative, with the zone's SOA in the authority section of a negative answer, so
+resolvers cache NXDOMAIN as briefly as the records) and forwards other questions to the
+host's resolvers (`upstreams`, by default the nameservers of /etc/resolv.conf), over the
+protocol the question came in on; SERVFAIL when no upstream answers. Built on dnslib's
+socketserver-based DNSServer, one thread per request. `kctl daemon` runs one;
+`InformerView` reads Services and EndpointSlices from the daemon's shared informers.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from typing import TYPE_CHECKING, Iterable
+
+from kctl.dns.records import SERVICE_NAME_LABEL, TTL, ClusterView, answer, in_zone
+
+if TYPE_CHECKING:
+    from kctl.client.informer import InformerFactory
+
+log = logging.getLogger("kctl.dns")
+
+DEFAULT_ZONE = "cluster.local"
+RESOLV_CONF = "/etc/resolv.conf"
+#: seconds one upstream may take before the next is asked
+UPSTREAM_TIMEOUT = 2.0
+
+
+def host_nameservers(path: str = RESOLV_CONF) -> list[tuple[str, int]]:
+    """The `nameserver` lines of a resolv.conf as (address, 53); empty if it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    servers = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] == "nameserver":
+            servers.append((parts[1], 53))
+    return servers
+
+
+class InformerView:
+    """ClusterView over shared informers of Services and EndpointSlices (indexed by service name)."""
+
+    INDEX = "service-name"
+
+    def __init__(self, factory: InformerFactory) -> None:
+        self._services = factory.informer("services")
+        self._slices = factory.informer("endpointslices")
+        self._slices.add_index(self.INDEX, _service_name_index)
+
+    def service(self, namespace: str, name: str) -> dict | None:
+        return self._services.get(namespace, name)
+
+    def endpoint_slices(self, namespace: str, service: str) -> list[dict]:
+        return self._slices.by_index(self.INDEX, f"{namespace}/{service}")
+
+
+def _service_name_index(obj: dict) -> list[str]:
+    meta = obj.get("metadata") or {}
+    name = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL)
+    return [f"{meta.get('namespace', '')}/{name}"] if name else []
+
+
+class ClusterResolver:
+    """dnslib's resolver interface: `resolve(request, handler) -> reply`."""
+
+    def __init__(self, view: ClusterView, *, zone: str = DEFAULT_ZONE,
+                 upstreams: Iterable[tuple[str, int]] = (), timeout: float = UPSTREAM_TIMEOUT) -> None:
+        self.view = view
+        self.zone = zone.rstrip(".").lower()
+        self.upstreams = list(upstreams)
+        self.timeout = timeout
+
+    def resolve(self, request, handler):  # dnslib types; imported lazily
+        from dnslib import QTYPE, RCODE
+
+        question = request.q
+        qname = str(question.qname)
+        if in_zone(qname, self.zone):
+            reply = request.reply()
+            try:
+                result = answer(qname, QTYPE.get(question.qtype, str(question.qtype)), self.view, zone=self.zone)
+            except Exception:  # a bug here must not take the server down; the client gets SERVFAIL
+                log.exception("cluster DNS answer for %s failed", qname)
+                reply.header.rcode = RCODE.SERVFAIL
+                return reply
+            reply.header.rcode = getattr(RCODE, result.rcode)
+            for record in result.records:
+                reply.add_answer(_rr(record))
+            if not result.records:
+                reply.add_auth(self._soa())
+            return reply
+        return self._forward(request, tcp=getattr(handler, "protocol", "udp") == "tcp")
+
+    def _forward(self, request, *, tcp: bool):
+        from dnslib import RCODE, DNSRecord
+
+        for host, port in self.upstreams:
+            try:
+                data = request.send(host, port, tcp=tcp, timeout=self.timeout)
+                return DNSRecord.parse(data)
+            except (OSError, socket.timeout, ValueError) as exc:  # dnslib raises DNSError (a ValueError)
+                log.debug("upstream %s:%s did not answer %s: %s", host, port, request.q.qname, exc)
+        reply = request.reply()
+        reply.header.ra = 1
+        reply.header.rcode = RCODE.SERVFAIL
+        return reply
+
+    def _soa(self):
+        from dnslib import QTYPE, RR, SOA
+
+        zone = self.zone + "."
+        return RR(zone, QTYPE.SOA, ttl=TTL,
+                  rdata=SOA(f"ns.dns.{zone}", f"hostmaster.{zone}", (1, 7200, 1800, 86400, TTL)))
+
+
+def _rr(record):
+    from dnslib import AAAA, CNAME, QTYPE, RR, SRV, TXT, A
+
+    if record.rtype == "A":
+        rdata = A(record.data)
+    elif record.rtype == "AAAA":
+        rdata = AAAA(record.data)
+    elif record.rtype == "CNAME":
+        rdata = CNAME(record.data)
+    elif record.rtype == "TXT":
+        rdata = TXT(record.data)
+    elif record.rtype == "SRV":
+        priority, weight, port, target = record.data
+        rdata = SRV(priority=priority, weight=weight, port=port, target=target)
+    else:
+        raise ValueError(f"no record type {record.rtype}")
+    return RR(record.name, getattr(QTYPE, record.rtype), ttl=record.ttl, rdata=rdata)
+
+
+class _QuietLogger:
+    """dnslib's logger interface: requests are not logged (a resolver asks many times a second)."""
+
+    def __getattr__(self, name: str):
+        if name.startswith("log_"):
+            return self._error if name == "log_error" else (lambda *args: None)
+        raise AttributeError(name)
+
+    @staticmethod
+    def _error(handler, exc) -> None:
+        log.debug("cluster DNS: bad request from %s: %s", handler.client_address, exc)
+
+
+class ClusterDNS:
+    """A UDP and a TCP server on one address and port, answering through a ClusterResolver."""
+
+    def __init__(self, view: ClusterView, *, address: str = "127.0.0.1", port: int = 53,
+                 zone: str = DEFAULT_ZONE, upstreams: Iterable[tuple[str, int]] | None = None) -> None:
+        from dnslib.server import DNSServer
+
+        own = {(address, port)}
+        chosen = host_nameservers() if upstreams is None else list(upstreams)
+        self.resolver = ClusterResolver(view, zone=zone, upstreams=[u for u in chosen if u not in own])
+        logger = _QuietLogger()
+        self._udp = DNSServer(self.resolver, address=address, port=port, logger=logger)
+        # port 0: the TCP server takes the port the UDP one was given
+        self.port = self._udp.server.server_address[1]
+        self.address = address
+        try:
+            self._tcp = DNSServer(self.resolver, address=address, port=self.port, tcp=True, logger=logger)
+        except OSError:
+            self._udp.server.server_close()
+            raise
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        """Serve in two daemon threads until close()."""
+        for server, proto in ((self._udp, "udp"), (self._tcp, "tcp")):
+            thread = threading.Thread(target=server.server.serve_forever, name=f"kctl-dns-{proto}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        log.info("cluster DNS serving %s on %s:%d (udp, tcp)", self.resolver.zone, self.address, self.port)
+
+    def close(self) -> None:
+        """Stop both servers and release the port."""
+        for server in (self._udp, self._tcp):
+            if self._threads:
+                server.server.shutdown()
+            server.server.server_close()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        self._threads.clear()

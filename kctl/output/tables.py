@@ -1,0 +1,551 @@
+"""What `kubectl get` prints for each kind: one row function per kind and the table of their columns.
+
+A row function takes (object, wide, now) and returns the cells of the object's line, the first
+cell being its name; `TABLES` maps a kind (`Kind.group`, `Kind` for the core group) to its
+`Table`: the headers, the headers `-o wide` adds and the row function. Adding a kind is one row
+function and one `TABLES` entry here. Values are the ones kubectl computes (pod STATUS, RESTARTS
+"(5m ago)", node STATUS ...); kinds not listed print `GENERIC` (NAME AGE). Called by
+kctl.output.printers (and describe, for `node_roles`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Callable
+
+from kctl.machinery.times import parse_time
+from kctl.output.cells import age, format_label_selector, format_labels, human_duration
+
+__all__ = ["Table", "TABLES", "GENERIC", "node_roles", "node_status", "short_revision"]
+
+#: a kind's row: (object, wide, now) -> the cells, the first being the name
+RowFunction = Callable[[dict, bool, datetime], list[str]]
+
+
+@dataclass(frozen=True)
+class Table:
+    """The columns of one kind: `headers`, the ones `-o wide` adds, and the row function that fills them.
+
+    `wide_replaces`: `wide_headers` are the whole wide header, not added after `headers` (Event's
+    wide view has its columns in another order).
+    """
+
+    headers: tuple[str, ...]
+    wide_headers: tuple[str, ...]
+    row: RowFunction
+    wide_replaces: bool = False
+
+    def header(self, *, wide: bool) -> tuple[str, ...]:
+        """The header line's cells."""
+        if not wide:
+            return self.headers
+        return self.wide_headers if self.wide_replaces else self.headers + self.wide_headers
+
+
+def _containers_cells(containers: list | None) -> list[str]:
+    containers = containers or []
+    return [",".join(c.get("name", "") for c in containers),
+            ",".join(c.get("image", "") for c in containers)]
+
+
+def _cond_true(conditions: list | None, ctype: str) -> bool:
+    return any(c.get("type") == ctype and c.get("status") == "True" for c in conditions or ())
+
+
+# --- rows, one function per kind -------------------------------------------------
+
+def _pod_row(pod: dict, wide: bool, now: datetime) -> list[str]:
+    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    containers = spec.get("containers") or ()
+    init_specs = {c.get("name"): c for c in spec.get("initContainers") or ()}
+    total = len(containers) + sum(1 for c in init_specs.values() if c.get("restartPolicy") == "Always")
+    ready = restarts = sidecar_restarts = 0
+    last_restart = sidecar_last_restart = ""
+    phase = status.get("phase") or ""
+    reason = status.get("reason") or phase
+    conditions = status.get("conditions") or ()
+    for c in conditions:
+        if c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated":
+            reason = "SchedulingGated"
+
+    initializing = False
+    init_statuses = status.get("initContainerStatuses") or ()
+    for i, cs in enumerate(init_statuses):
+        restarts += cs.get("restartCount") or 0
+        finished = ((cs.get("lastState") or {}).get("terminated") or {}).get("finishedAt") or ""
+        last_restart = max(last_restart, finished)
+        sidecar = (init_specs.get(cs.get("name")) or {}).get("restartPolicy") == "Always"
+        if sidecar:
+            sidecar_restarts += cs.get("restartCount") or 0
+            sidecar_last_restart = max(sidecar_last_restart, finished)
+        state = cs.get("state") or {}
+        term, waiting = state.get("terminated"), state.get("waiting")
+        if term is not None and (term.get("exitCode") or 0) == 0:
+            continue
+        if sidecar and cs.get("started"):
+            if cs.get("ready"):
+                ready += 1
+            continue
+        if term is not None:
+            if term.get("reason"):
+                reason = "Init:" + term["reason"]
+            elif term.get("signal"):
+                reason = f"Init:Signal:{term['signal']}"
+            else:
+                reason = f"Init:ExitCode:{term.get('exitCode') or 0}"
+        elif waiting is not None and waiting.get("reason") and waiting["reason"] != "PodInitializing":
+            reason = "Init:" + waiting["reason"]
+        else:
+            reason = f"Init:{i}/{len(init_specs)}"
+        initializing = True
+        break
+
+    if not initializing or _cond_true(conditions, "Initialized"):
+        restarts, last_restart = sidecar_restarts, sidecar_last_restart
+        has_running = False
+        for cs in reversed(status.get("containerStatuses") or ()):
+            restarts += cs.get("restartCount") or 0
+            finished = ((cs.get("lastState") or {}).get("terminated") or {}).get("finishedAt") or ""
+            if finished > last_restart:
+                last_restart = finished
+            state = cs.get("state") or {}
+            waiting, term = state.get("waiting"), state.get("terminated")
+            if waiting is not None and waiting.get("reason"):
+                reason = waiting["reason"]
+            elif term is not None and term.get("reason"):
+                reason = term["reason"]
+            elif term is not None:
+                reason = (f"Signal:{term['signal']}" if term.get("signal")
+                          else f"ExitCode:{term.get('exitCode') or 0}")
+            elif cs.get("ready") and state.get("running") is not None:
+                has_running = True
+                ready += 1
+        if reason == "Completed" and has_running:
+            reason = "Running" if _cond_true(conditions, "Ready") else "NotReady"
+
+    if meta.get("deletionTimestamp"):
+        if status.get("reason") == "NodeLost":
+            reason = "Unknown"
+        elif phase not in ("Succeeded", "Failed"):
+            reason = "Terminating"
+
+    restarts_cell = str(restarts)
+    if restarts and last_restart:
+        restarts_cell = f"{restarts} ({age(last_restart, now)} ago)"
+    row = [meta.get("name", ""), f"{ready}/{total}", reason, restarts_cell,
+           age(meta.get("creationTimestamp"), now)]
+    if wide:
+        ips = status.get("podIPs") or ()
+        ip = (ips[0].get("ip") if ips else "") or status.get("podIP") or "<none>"
+        gates = spec.get("readinessGates") or ()
+        gates_cell = "<none>"
+        if gates:
+            by_type = {}
+            for c in conditions:
+                by_type.setdefault(c.get("type"), c.get("status"))
+            true = sum(1 for g in gates if by_type.get(g.get("conditionType")) == "True")
+            gates_cell = f"{true}/{len(gates)}"
+        row += [ip, spec.get("nodeName") or "<none>", status.get("nominatedNodeName") or "<none>",
+                gates_cell]
+    return row
+
+
+def _template_spec(obj: dict) -> dict:
+    return ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+
+
+def _deployment_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    desired = spec.get("replicas", 1)
+    row = [meta.get("name", ""), f"{status.get('readyReplicas') or 0}/{desired}",
+           str(status.get("updatedReplicas") or 0), str(status.get("availableReplicas") or 0),
+           age(meta.get("creationTimestamp"), now)]
+    if wide:
+        row += _containers_cells(_template_spec(obj).get("containers"))
+        row.append(format_label_selector(spec.get("selector"), empty=""))
+    return row
+
+
+def _replicaset_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    row = [meta.get("name", ""), str(spec.get("replicas", 1)), str(status.get("replicas") or 0),
+           str(status.get("readyReplicas") or 0), age(meta.get("creationTimestamp"), now)]
+    if wide:
+        row += _containers_cells(_template_spec(obj).get("containers"))
+        row.append(format_label_selector(spec.get("selector"), empty=""))
+    return row
+
+
+def _daemonset_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    tspec = _template_spec(obj)
+    row = [meta.get("name", "")] + [str(status.get(k) or 0) for k in (
+        "desiredNumberScheduled", "currentNumberScheduled", "numberReady", "updatedNumberScheduled",
+        "numberAvailable")] + [format_labels(tspec.get("nodeSelector")),
+                               age(meta.get("creationTimestamp"), now)]
+    if wide:
+        row += _containers_cells(tspec.get("containers"))
+        row.append(format_label_selector(spec.get("selector"), empty=""))
+    return row
+
+
+def _job_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    succeeded = status.get("succeeded") or 0
+    if spec.get("completions") is not None:
+        completions = f"{succeeded}/{spec['completions']}"
+    elif (spec.get("parallelism") or 0) > 1:
+        completions = f"{succeeded}/1 of {spec['parallelism']}"
+    else:
+        completions = f"{succeeded}/1"
+    start, end = parse_time(status.get("startTime")), parse_time(status.get("completionTime"))
+    duration = ""
+    if start is not None:
+        duration = human_duration(((end or now) - start).total_seconds())
+    conditions = status.get("conditions")
+    if _cond_true(conditions, "Complete"):
+        state = "Complete"
+    elif _cond_true(conditions, "Failed"):
+        state = "Failed"
+    elif meta.get("deletionTimestamp"):
+        state = "Terminating"
+    elif _cond_true(conditions, "Suspended"):
+        state = "Suspended"
+    elif _cond_true(conditions, "FailureTarget"):
+        state = "FailureTarget"
+    elif _cond_true(conditions, "SuccessCriteriaMet"):
+        state = "SuccessCriteriaMet"
+    else:
+        state = "Running"
+    row = [meta.get("name", ""), state, completions, duration, age(meta.get("creationTimestamp"), now)]
+    if wide:
+        row += _containers_cells(_template_spec(obj).get("containers"))
+        row.append(format_label_selector(spec.get("selector")))
+    return row
+
+
+def _cronjob_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    suspend = spec.get("suspend")
+    last = status.get("lastScheduleTime")
+    row = [meta.get("name", ""), spec.get("schedule", ""), spec.get("timeZone") or "<none>",
+           "<unset>" if suspend is None else ("True" if suspend else "False"),
+           str(len(status.get("active") or ())), age(last, now) if last else "<none>",
+           age(meta.get("creationTimestamp"), now)]
+    if wide:
+        job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+        row += _containers_cells(_template_spec({"spec": job_spec}).get("containers"))
+        row.append(format_label_selector(job_spec.get("selector")))
+    return row
+
+
+def _service_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    svc_type = spec.get("type") or "ClusterIP"
+    cluster_ips = spec.get("clusterIPs") or ([spec["clusterIP"]] if spec.get("clusterIP") else [])
+    external = spec.get("externalIPs") or []
+    if svc_type in ("ClusterIP", "NodePort"):
+        external_cell = ",".join(external) or "<none>"
+    elif svc_type == "LoadBalancer":
+        ingress = [i.get("ip") or i.get("hostname") or ""
+                   for i in (status.get("loadBalancer") or {}).get("ingress") or ()]
+        lb = ",".join(i for i in ingress if i)
+        if not wide and len(lb) > 16:
+            lb = lb[:13] + "..."
+        parts = (lb.split(",") if lb else []) + external
+        external_cell = ",".join(parts) or "<pending>"
+    elif svc_type == "ExternalName":
+        external_cell = spec.get("externalName", "")
+    else:
+        external_cell = "<unknown>"
+    ports = []
+    for p in spec.get("ports") or ():
+        proto = p.get("protocol") or "TCP"
+        ports.append(f"{p.get('port')}:{p['nodePort']}/{proto}" if p.get("nodePort")
+                     else f"{p.get('port')}/{proto}")
+    row = [meta.get("name", ""), svc_type, cluster_ips[0] if cluster_ips else "<none>", external_cell,
+           ",".join(ports) or "<none>", age(meta.get("creationTimestamp"), now)]
+    if wide:
+        row.append(format_labels(spec.get("selector")))
+    return row
+
+
+def _endpoints_cell(obj: dict) -> str:
+    subsets = obj.get("subsets") or ()
+    if not subsets:
+        return "<none>"
+    shown: list[str] = []
+    count, more, limit = 0, False, 3
+    for ss in subsets:
+        addresses = ss.get("addresses") or ()
+        ports = ss.get("ports") or ()
+        if not ports:
+            count += len(addresses)
+            for a in addresses:
+                if len(shown) == limit:
+                    more = True
+                    break
+                shown.append(a.get("ip", ""))
+            continue
+        for port in ports:
+            count += len(addresses)
+            for a in addresses:
+                if len(shown) == limit:
+                    more = True
+                    break
+                ip = a.get("ip", "")
+                host = f"[{ip}]" if ":" in ip else ip
+                shown.append(f"{host}:{port.get('port')}")
+    text = ",".join(shown)
+    return f"{text} + {count - limit} more..." if more else text
+
+
+def _endpoints_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    meta = obj.get("metadata") or {}
+    return [meta.get("name", ""), _endpoints_cell(obj), age(meta.get("creationTimestamp"), now)]
+
+
+def _configmap_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    meta = obj.get("metadata") or {}
+    count = len(obj.get("data") or {}) + len(obj.get("binaryData") or {})
+    return [meta.get("name", ""), str(count), age(meta.get("creationTimestamp"), now)]
+
+
+def _secret_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    meta = obj.get("metadata") or {}
+    return [meta.get("name", ""), obj.get("type") or "Opaque", str(len(obj.get("data") or {})),
+            age(meta.get("creationTimestamp"), now)]
+
+
+def _namespace_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    meta = obj.get("metadata") or {}
+    phase = (obj.get("status") or {}).get("phase") or "Active"
+    return [meta.get("name", ""), phase, age(meta.get("creationTimestamp"), now)]
+
+
+def node_roles(node: dict) -> list[str]:
+    """Roles from `node-role.kubernetes.io/ROLE` and `kubernetes.io/role` labels, sorted."""
+    roles = set()
+    for key, value in ((node.get("metadata") or {}).get("labels") or {}).items():
+        if key.startswith("node-role.kubernetes.io/"):
+            role = key[len("node-role.kubernetes.io/"):]
+            if role:
+                roles.add(role)
+        elif key == "kubernetes.io/role" and value:
+            roles.add(value)
+    return sorted(roles)
+
+
+def node_status(node: dict) -> str:
+    """Ready / NotReady / Unknown, plus `,SchedulingDisabled` when cordoned."""
+    states = []
+    for c in (node.get("status") or {}).get("conditions") or ():
+        if c.get("type") == "Ready":
+            states = ["Ready" if c.get("status") == "True" else "NotReady"]
+    if not states:
+        states = ["Unknown"]
+    if (node.get("spec") or {}).get("unschedulable"):
+        states.append("SchedulingDisabled")
+    return ",".join(states)
+
+
+def _node_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    meta, status = obj.get("metadata") or {}, obj.get("status") or {}
+    info = status.get("nodeInfo") or {}
+    row = [meta.get("name", ""), node_status(obj), ",".join(node_roles(obj)) or "<none>",
+           age(meta.get("creationTimestamp"), now), info.get("kubeletVersion", "")]
+    if wide:
+        addresses = status.get("addresses") or ()
+        internal = next((a.get("address") for a in addresses if a.get("type") == "InternalIP"), None)
+        external = next((a.get("address") for a in addresses if a.get("type") == "ExternalIP"), None)
+        row += [internal or "<none>", external or "<none>", info.get("osImage") or "<unknown>",
+                info.get("kernelVersion") or "<unknown>",
+                info.get("containerRuntimeVersion") or "<unknown>",
+                _capacity(status.get("capacity") or {}), _node_reason(obj)]
+    return row
+
+
+def _node_reason(node: dict) -> str:
+    """Why a node is not Ready (kctl's addition to the wide view): the Ready condition's reason when it is
+    not True, else the cause its agent just found (kctl.io/unreachable-reason), else <none>."""
+    for c in (node.get("status") or {}).get("conditions") or ():
+        if c.get("type") == "Ready" and c.get("status") != "True" and c.get("reason"):
+            return str(c["reason"])
+    annotations = (node.get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get("kctl.io/unreachable-reason") or "<none>")
+
+
+def _capacity(capacity: dict) -> str:
+    """A node's capacity in one column: `2 cpu, 23.4Gi` (kctl's addition to kubectl's wide view)."""
+    if not capacity:
+        return "<unknown>"
+    from kctl.machinery.quantity import parse_quantity
+
+    parts = []
+    if capacity.get("cpu"):
+        parts.append(f"{capacity['cpu']} cpu")
+    if capacity.get("memory"):
+        parts.append(f"{float(parse_quantity(capacity['memory'])) / 2 ** 30:.1f}Gi")
+    return ", ".join(parts) or "<unknown>"
+
+
+def _event_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    involved = obj.get("involvedObject") or {}
+    first = age(obj.get("firstTimestamp") or obj.get("eventTime"), now)
+    last = age(obj["lastTimestamp"], now) if obj.get("lastTimestamp") else first
+    count = obj.get("count") or 1
+    series = obj.get("series")
+    if series:
+        last, count = age(series.get("lastObservedTime"), now), series.get("count") or count
+    kind = (involved.get("kind") or "").lower()
+    target = f"{kind}/{involved['name']}" if involved.get("name") else kind
+    message = (obj.get("message") or "").strip()
+    if not wide:
+        return [last, obj.get("type", ""), obj.get("reason", ""), target, message]
+    source = obj.get("source") or {}
+    component = source.get("component") or obj.get("reportingComponent") or ""
+    host = source.get("host") or obj.get("reportingInstance") or ""
+    source_cell = f"{component}, {host}" if host else component
+    return [last, obj.get("type", ""), obj.get("reason", ""), target,
+            involved.get("fieldPath", ""), source_cell, message, first, str(count),
+            (obj.get("metadata") or {}).get("name", "")]
+
+
+def _lease_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    meta = obj.get("metadata") or {}
+    return [meta.get("name", ""), (obj.get("spec") or {}).get("holderIdentity") or "",
+            age(meta.get("creationTimestamp"), now)]
+
+
+def _service_cidr_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    """printServiceCIDR: NAME CIDRS AGE."""
+    meta = obj.get("metadata") or {}
+    cidrs = (obj.get("spec") or {}).get("cidrs") or []
+    return [meta.get("name", ""), ",".join(str(c) for c in cidrs) or "<none>", age(meta.get("creationTimestamp"), now)]
+
+
+def _ip_address_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    """printIPAddress: NAME PARENTREF (`services/default/web`; the group after the resource when it has one)."""
+    ref = (obj.get("spec") or {}).get("parentRef") or {}
+    parent = ""
+    if ref:
+        parent = str(ref.get("resource") or "").lower() + (f".{ref['group']}".lower() if ref.get("group") else "")
+        if ref.get("namespace"):
+            parent += f"/{ref['namespace']}"
+        parent += f"/{ref.get('name', '')}"
+    return [(obj.get("metadata") or {}).get("name", ""), parent]
+
+
+def _crd_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    meta = obj.get("metadata") or {}
+    return [meta.get("name", ""), meta.get("creationTimestamp") or ""]
+
+
+def _hook_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    policy = spec.get("failurePolicy") or obj.get("failurePolicy") or "Fail"
+    timeout = spec.get("timeoutSeconds", obj.get("timeoutSeconds", 10))
+    return [meta.get("name", ""), policy, f"{timeout}s", age(meta.get("creationTimestamp"), now)]
+
+
+def short_revision(revision: str) -> str:
+    """`main@abcdef123456` (or `folder:abcdef123456`): a GitSource revision with a 12-character hash.
+
+    The form git sync writes (kctl.sync.reconcile.short_revision); output sits below sync, so it
+    keeps this copy (a test checks the two agree).
+    """
+    if revision.startswith("folder:"):
+        return revision[:len("folder:") + 12]
+    ref, sep, commit = revision.rpartition("@")
+    return f"{ref}{sep}{commit[:12]}" if sep else revision[:12]
+
+
+def _gitsource_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    ready = next((c for c in status.get("conditions") or () if isinstance(c, dict) and c.get("type") == "Ready"),
+                 None) or {}
+    revision = status.get("lastAppliedRevision")
+    return [meta.get("name", ""), spec.get("url") or "", short_revision(revision) if revision else "<none>",
+            ready.get("status") or "Unknown", ready.get("message") or "", age(meta.get("creationTimestamp"), now)]
+
+
+def _more_string(shown: list[str], more: bool, count: int, limit: int = 3) -> str:
+    """listWithMoreString: three items, then `+ N more...`; `<unset>` when there are none."""
+    text = ",".join(shown)
+    if more:
+        return f"{text} + {count - limit} more..."
+    return text or "<unset>"
+
+
+def _endpointslice_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    """printEndpointSlice: NAME ADDRESSTYPE PORTS ENDPOINTS AGE."""
+    meta = obj.get("metadata") or {}
+    ports: list[str] = []
+    more, count = False, 0
+    for port in obj.get("ports") or ():
+        if len(ports) < 3:
+            number, name = port.get("port"), port.get("name")
+            ports.append(str(number) if number is not None else name if name is not None else "*")
+        else:
+            more = True
+        count += 1
+    ports_cell = _more_string(ports, more, count)
+    addresses: list[str] = []
+    more, count = False, 0
+    for endpoint in obj.get("endpoints") or ():
+        for address in endpoint.get("addresses") or ():
+            if len(addresses) < 3:
+                addresses.append(str(address))
+            else:
+                more = True
+            count += 1
+    return [meta.get("name", ""), obj.get("addressType") or "", ports_cell, _more_string(addresses, more, count),
+            age(meta.get("creationTimestamp"), now)]
+
+
+def _generic_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    meta = obj.get("metadata") or {}
+    return [meta.get("name", ""), age(meta.get("creationTimestamp"), now)]
+
+
+_CW = ("CONTAINERS", "IMAGES", "SELECTOR")
+#: the table of each kind kctl knows, by `Kind.group`
+TABLES: dict[str, Table] = {
+    "Pod": Table(("NAME", "READY", "STATUS", "RESTARTS", "AGE"),
+                 ("IP", "NODE", "NOMINATED NODE", "READINESS GATES"), _pod_row),
+    "Deployment.apps": Table(("NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"), _CW,
+                             _deployment_row),
+    "ReplicaSet.apps": Table(("NAME", "DESIRED", "CURRENT", "READY", "AGE"), _CW, _replicaset_row),
+    "DaemonSet.apps": Table(("NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE",
+                             "NODE SELECTOR", "AGE"), _CW, _daemonset_row),
+    "Job.batch": Table(("NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"), _CW, _job_row),
+    "CronJob.batch": Table(("NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE",
+                            "AGE"), _CW, _cronjob_row),
+    "Service": Table(("NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"), ("SELECTOR",),
+                     _service_row),
+    "Endpoints": Table(("NAME", "ENDPOINTS", "AGE"), (), _endpoints_row),
+    "ConfigMap": Table(("NAME", "DATA", "AGE"), (), _configmap_row),
+    "Secret": Table(("NAME", "TYPE", "DATA", "AGE"), (), _secret_row),
+    "Namespace": Table(("NAME", "STATUS", "AGE"), (), _namespace_row),
+    "Node": Table(("NAME", "STATUS", "ROLES", "AGE", "VERSION"),
+                  ("INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME", "CAPACITY",
+                   "REASON"),
+                  _node_row),
+    "Event": Table(("LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"),
+                   ("LAST SEEN", "TYPE", "REASON", "OBJECT", "SUBOBJECT", "SOURCE", "MESSAGE", "FIRST SEEN", "COUNT",
+                    "NAME"), _event_row, wide_replaces=True),
+    "Lease.coordination.k8s.io": Table(("NAME", "HOLDER", "AGE"), (), _lease_row),
+    "ServiceCIDR.networking.k8s.io": Table(("NAME", "CIDRS", "AGE"), (), _service_cidr_row),
+    "IPAddress.networking.k8s.io": Table(("NAME", "PARENTREF"), (), _ip_address_row),
+    "EndpointSlice.discovery.k8s.io": Table(("NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"), (),
+                                            _endpointslice_row),
+    "CustomResourceDefinition.apiextensions.k8s.io": Table(("NAME", "CREATED AT"), (), _crd_row),
+    "MutatingAdmissionHook.kctl.io": Table(("NAME", "FAILURE-POLICY", "TIMEOUT", "AGE"), (),
+                                           _hook_row),
+    "ValidatingAdmissionHook.kctl.io": Table(("NAME", "FAILURE-POLICY", "TIMEOUT", "AGE"), (),
+                                             _hook_row),
+    "GitSource.kctl.io": Table(("NAME", "URL", "REVISION", "READY", "STATUS", "AGE"), (), _gitsource_row),
+}
+#: the table of any other kind
+GENERIC = Table(("NAME", "AGE"), (), _generic_row)

@@ -1,0 +1,96 @@
+"""Containers on Podman: create in a pod, start, stop, remove, inspect, and files written into one.
+
+A part of PodmanRuntime (kctl.runtime.podman.runtime), called by the node agent through the
+Runtime interface. Bodies come from kctl.runtime.podman.specgen, archives from
+kctl.runtime.podman.files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from podman import errors as podman_errors
+
+from kctl.runtime.interface import ContainerSpec, ContainerState, Mount, NotFoundInRuntime
+from kctl.runtime.podman.connection import ServiceCalls
+from kctl.runtime.podman.errors import calling, one_line
+from kctl.runtime.podman.files import files_tar, safe_join
+from kctl.runtime.podman.specgen import container_specgen, container_state, label_filters, labels_match
+
+STOP_HTTP_SLACK = 15.0           # seconds a stop call may take beyond its own timeout
+
+
+class Containers(ServiceCalls):
+    """The container calls of PodmanRuntime."""
+
+    def list_containers(self, labels: dict[str, str]) -> list[ContainerState]:
+        """Containers (not pods' infra containers) carrying all the labels, inspected."""
+        with calling("list containers"):
+            listed = self._get("/containers/json", params={"all": True, **label_filters(labels)}) or []
+        result = []
+        for entry in listed:
+            if entry.get("IsInfra") or not labels_match(entry.get("Labels"), labels):
+                continue
+            with contextlib.suppress(NotFoundInRuntime):
+                result.append(self.inspect_container(entry["Id"]))
+        return result
+
+    def create_container(self, pod_id: str, spec: ContainerSpec, *, warnings: list[str] | None = None) -> str:
+        """Create the container; Podman's warnings (settings it ignores) are appended to `warnings`.
+
+        Rootless Podman on cgroup v1, for one, creates the container but drops its
+        resource limits, and says so only in the response's "Warnings".
+        """
+        with calling(f"create container {spec.name}"):
+            binds = {mount.target: self._bind_source(mount) for mount in spec.mounts
+                     if mount.host_path or mount.sub_path}
+            body = container_specgen(pod_id, spec, binds)
+            created = self._post("/containers/create", body=body).json()
+            if warnings is not None:
+                warnings.extend(one_line(str(text)) for text in created.get("Warnings") or ())
+            return str(created["Id"])
+
+    def _bind_source(self, mount: Mount) -> str:
+        """The host path bound for a host-path mount, or for a volume's sub_path."""
+        if mount.volume:
+            base = self._get(f"/volumes/{mount.volume}/json")["Mountpoint"]
+        elif mount.host_path:
+            base = mount.host_path
+        else:
+            raise ValueError(f"mount at {mount.target} names neither a volume nor a host path")
+        return safe_join(base, mount.sub_path) if mount.sub_path else base
+
+    def start_container(self, container_id: str) -> None:
+        with calling(f"start container {container_id[:12]}"):
+            self._post(f"/containers/{container_id}/start")
+
+    def stop_container(self, container_id: str, *, timeout: int) -> None:
+        """SIGTERM (or the image's stop signal), SIGKILL after `timeout` s; stopped is fine."""
+        with calling(f"stop container {container_id[:12]}"):
+            self._post(f"/containers/{container_id}/stop", params={"timeout": max(0, int(timeout))},
+                       timeout=max(0, timeout) + STOP_HTTP_SLACK)
+
+    def remove_container(self, container_id: str) -> None:
+        """Kill (SIGKILL) and remove with its anonymous volumes; missing is fine.
+
+        Podman's own force-removal first waits the stop timeout (10 s) for SIGTERM.
+        """
+        with calling(f"remove container {container_id[:12]}"):
+            with contextlib.suppress(podman_errors.APIError):
+                self._api().post(f"/containers/{container_id}/kill", params={"signal": "SIGKILL"})
+            self._delete(f"/containers/{container_id}", params={"force": True, "v": True})
+
+    def inspect_container(self, container_id: str) -> ContainerState:
+        with calling(f"inspect container {container_id[:12]}"):
+            return container_state(self._get(f"/containers/{container_id}/json"))
+
+    def write_files(self, container_id: str, directory: str, files: dict[str, tuple[bytes, int]]) -> None:
+        """Put files (relative path -> (content, mode)) under directory in a created or running container."""
+        with calling(f"write files to {directory} in container {container_id[:12]}"):
+            archive = files_tar(files)
+            response = self._api().put(f"/containers/{container_id}/archive",
+                                       params={"path": directory}, data=archive)
+            response.raise_for_status()
+
+
+__all__ = ["Containers"]
