@@ -1,10 +1,13 @@
 """SSH as kctl uses it: one way to build `ssh` command lines, host keys always checked.
 
-Everything kctl does over SSH (the Podman tunnel `SSHTunnel`, used by kctl.runtime.podman, the control
-plane reached by `--server ssh://...`, images copied between hosts) runs the system
+Everything kctl does over SSH (the Podman tunnel `SSHTunnel`, used by kctl.runtime.podman, the
+heartbeat's own `SSHSession`, used by kctl.runtime.hostprobe, the control plane reached by
+`--server ssh://...`, images copied between hosts) runs the system
 `ssh` client with these options: batch mode (no prompts), a connect timeout,
 keep-alives, the identity given, and host keys checked against a known_hosts file
 (`StrictHostKeyChecking=yes`: an unknown or changed key is refused, never accepted).
+A failed ssh is named by its own words: `ssh_verdict` (its last word), `classify_ssh_failure`
+(why: one of SSH_FAILURE_REASONS) and `ssh_failure_message` (one line with the fix).
 
 kctl keeps its own known_hosts file next to the store (`known_hosts_for_store`);
 `kctl node trust` records keys there.
@@ -16,6 +19,7 @@ import base64
 import contextlib
 import hashlib
 import os
+import selectors
 import shutil
 import subprocess
 import tempfile
@@ -23,6 +27,7 @@ import threading
 import time
 import urllib.parse
 from dataclasses import dataclass
+from typing import IO
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,22 @@ def ssh_options(*, identity: str | None = None, known_hosts: str | None = None,
     return options
 
 
+def forward_command(target: SSHTarget, local_socket: str, *, identity: str | None, known_hosts: str | None,
+                    connect_timeout: float, remote_command: str | None = None, gssapi: bool = True) -> list[str]:
+    """argv of an ssh forwarding local_socket to the socket target.path on the host, with kctl's options.
+
+    No remote_command: `-N`, a forward only (SSHTunnel). Else the host runs remote_command (SSHSession).
+    gssapi=False: GSSAPI (Kerberos) logins are not tried, for a login that must be quick.
+    """
+    options = ssh_options(identity=identity, known_hosts=known_hosts, connect_timeout=connect_timeout,
+                          port=target.port)
+    return ["ssh", *(["-N"] if remote_command is None else []), "-T",
+            "-o", "ExitOnForwardFailure=yes", "-o", "StreamLocalBindUnlink=yes",
+            *([] if gssapi else ["-o", "GSSAPIAuthentication=no"]), *options,
+            "-L", f"{local_socket}:{target.path}", target.destination,
+            *([] if remote_command is None else [remote_command])]
+
+
 class SSHError(Exception):
     """ssh could not be started or gave up (the message ends with ssh's own last word)."""
 
@@ -96,10 +117,8 @@ class SSHTunnel:
 
     def command(self) -> list[str]:
         """argv of the forwarding ssh."""
-        options = ssh_options(identity=self._identity, known_hosts=self._known_hosts,
-                              connect_timeout=self._connect_timeout, port=self.address.port)
-        return ["ssh", "-N", "-T", "-o", "ExitOnForwardFailure=yes", "-o", "StreamLocalBindUnlink=yes",
-                *options, "-L", f"{self.local_socket}:{self.address.path}", self.address.destination]
+        return forward_command(self.address, self.local_socket, identity=self._identity,
+                               known_hosts=self._known_hosts, connect_timeout=self._connect_timeout)
 
     def ensure(self) -> str:
         """The local socket path, (re)starting ssh when it is not running; SSHError when ssh fails."""
@@ -151,21 +170,142 @@ class SSHTunnel:
                 self._folder = ""
 
 
+# -- a session with a forward, run for what it says -----------------------------------------------
+
+class SSHSession:
+    """One ssh running `remote_command` on a host, with a private local socket forwarded to target.path.
+
+    Used by kctl.runtime.hostprobe (the heartbeat's own connection to a host, apart from the
+    pod work's SSHTunnel): the remote command says on its first line what it found and keeps
+    the session, and so the forward, open. The login does not try GSSAPI. The caller reads that
+    line (read_line, bounded by a deadline), asks alive(), and stop()s the session, which
+    returns what ssh wrote on stderr. `local` is the forwarded socket (in a folder of its own,
+    removed by stop()). Used from one thread.
+    """
+
+    def __init__(self, process: subprocess.Popen[bytes], folder: str, errors: IO[bytes]) -> None:
+        self.process, self.folder, self.errors = process, folder, errors
+        self.local = os.path.join(folder, "podman.sock")
+        self.started = time.monotonic()
+        self.ended = False  # its output ended: it exited, or is exiting
+        self._buffer = b""
+
+    @classmethod
+    def start(cls, target: SSHTarget, remote_command: str, *, identity: str | None, known_hosts: str | None,
+              connect_timeout: float, folder_prefix: str = "kctl-ssh-") -> "SSHSession":
+        """Run the ssh (in a session of its own, not waiting for its login); SSHError when it cannot be run."""
+        folder = tempfile.mkdtemp(prefix=folder_prefix)
+        errors = tempfile.TemporaryFile()
+        argv = forward_command(target, os.path.join(folder, "podman.sock"), identity=identity,
+                               known_hosts=known_hosts, connect_timeout=connect_timeout,
+                               remote_command=remote_command, gssapi=False)
+        try:
+            process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
+                                       start_new_session=True)
+        except OSError as error:
+            shutil.rmtree(folder, ignore_errors=True)
+            errors.close()
+            raise SSHError(str(error)) from error
+        return cls(process, folder, errors)
+
+    def alive(self) -> bool:
+        """Whether the ssh still runs."""
+        return self.process.poll() is None
+
+    def read_line(self, deadline: float) -> str | None:
+        """The first line ssh prints; None when it has not come by the deadline (or ssh ended)."""
+        assert self.process.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            while b"\n" not in self._buffer:
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    return None
+                chunk = os.read(self.process.stdout.fileno(), 256)
+                if not chunk:
+                    self.ended = True
+                    return None
+                self._buffer += chunk
+        return self._buffer.split(b"\n", 1)[0].decode(errors="replace").strip()
+
+    def stop(self) -> str:
+        """End the ssh (the remote command ends with the session); what it wrote on stderr."""
+        stop_process(self.process, grace=2)
+        try:
+            self.errors.seek(0)
+            return self.errors.read().decode(errors="replace")
+        finally:
+            self.errors.close()
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+# -- when ssh fails ---------------------------------------------------------------------------
+
+#: why a host could not be reached over SSH, as classify_ssh_failure names it
+SSH_FAILURE_REASONS = ("HostUnreachable", "ConnectionRefused", "AuthenticationRefused", "HostKeyUnknown",
+                       "HostKeyChanged", "SSHFailed")
+
+
 def ssh_verdict(stderr: str) -> str:
     """ssh's last word ("Host key verification failed."), not its 1 KB banner of @ lines and advice."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip() and not set(line.strip()) <= {"@"}]
     return lines[-1][:300] if lines else ""
 
 
+def classify_ssh_failure(stderr: str) -> str:
+    """The reason (one of SSH_FAILURE_REASONS) an ssh that failed with this stderr names."""
+    text = stderr.lower()
+    if "remote host identification has changed" in text or "host key for" in text and "has changed" in text:
+        return "HostKeyChanged"
+    if "host key verification failed" in text or "host key is known" in text:
+        return "HostKeyUnknown"
+    if "permission denied" in text or "too many authentication failures" in text:
+        return "AuthenticationRefused"
+    if "connection refused" in text:
+        return "ConnectionRefused"
+    if any(word in text for word in ("timed out", "no route to host", "network is unreachable",
+                                     "could not resolve", "name or service not known", "host is down")):
+        return "HostUnreachable"
+    return "SSHFailed"
+
+
+def ssh_failure_message(reason: str, stderr: str, *, target: SSHTarget, node: str,
+                        identity: str | None = None) -> str:
+    """What went wrong reaching target (a reason of classify_ssh_failure), ssh's own last word, and
+    what fixes it, in one line; `node` is the name `kctl node trust` is told to take."""
+    where = f"{target.host}:{target.port}"
+    said = ssh_verdict(stderr)
+    fixes = {
+        "HostKeyChanged": (f"the SSH host key of {where} has CHANGED since it was trusted; kctl refuses to connect"
+                           f" ({said}). If the host was re-installed, check its new key and run:"
+                           f" kctl node trust {node}"),
+        "HostKeyUnknown": (f"the SSH host key of {where} is not known ({said}); check it and run:"
+                           f" kctl node trust {node}"),
+        "AuthenticationRefused": (f"{where} refused the SSH login of {target.user}"
+                                  f"{f' with key {identity}' if identity else ''} ({said}); put its public key in"
+                                  f" ~{target.user}/.ssh/authorized_keys on the host"),
+        "ConnectionRefused": f"{where} refused the connection ({said}); is sshd running on the host?",
+        # ssh's words vary from try to try here ("timed out", "No route to host"): left out, so
+        # the message stays the same while the cause lasts
+        "HostUnreachable": f"{where} cannot be reached: the host is down, cut off or behind a firewall",
+    }
+    return fixes.get(reason, f"ssh to {where} failed ({said or 'no reason given'})")
+
+
 def stop_process(process: subprocess.Popen[bytes], *, grace: float = 5) -> None:
-    """SIGTERM, then SIGKILL after `grace` s; reaped."""
+    """SIGTERM, then SIGKILL after `grace` s; reaped, and the pipes kctl holds to it closed."""
     if process.poll() is None:
-        process.terminate()
+        with contextlib.suppress(OSError):
+            process.terminate()
         try:
             process.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+    for stream in (process.stdin, process.stdout, process.stderr):
+        with contextlib.suppress(OSError):
+            if stream is not None:
+                stream.close()
 
 
 def known_hosts_for_store(store_path: str | os.PathLike) -> str:
@@ -251,5 +391,6 @@ def trust_state(offered: list[HostKey], recorded: list[HostKey]) -> str:
     return "trusted" if set(offered) & set(recorded) else "changed"
 
 
-__all__ = ["HostKey", "SSHError", "SSHTarget", "SSHTunnel", "host_pattern", "known_hosts_for_store", "record_host_keys",
-           "recorded_host_keys", "scan_host_keys", "ssh_options", "ssh_verdict", "stop_process", "trust_state"]
+__all__ = ["SSH_FAILURE_REASONS", "HostKey", "SSHError", "SSHSession", "SSHTarget", "SSHTunnel", "classify_ssh_failure",
+           "forward_command", "host_pattern", "known_hosts_for_store", "record_host_keys", "recorded_host_keys",
+           "scan_host_keys", "ssh_failure_message", "ssh_options", "ssh_verdict", "stop_process", "trust_state"]

@@ -23,6 +23,10 @@ from kctl.agent.volumes import mounts_for, named_volumes
 from kctl.agent.volumesetup import write_volume_files
 from kctl.runtime.interface import ContainerSpec, ContainerState, RuntimeError_
 
+#: seconds after starting a container before the sync that reports it ready (the kubelet
+#: reports a container it started from its next relist, about a second later)
+STARTED_RECHECK_SECONDS = 0.2
+
 
 def create_and_start(s: PodSyncState, container: dict, kind: str, restart_count: int) -> ContainerState | None:
     """Resolve env, get the image, create, write volume files, start. None when it could not."""
@@ -98,6 +102,8 @@ def _start(s: PodSyncState, container: dict, kind: str, container_id: str) -> Co
             s.wait(name, kind, ("RunContainerError", str(error)))
         return None
     s.event("Normal", "Started", f"Started container {name}", kind, name)
+    s.started.add(container_id)
+    s.requeue.append(STARTED_RECHECK_SECONDS)  # readiness from the next look at the runtime
     state = s.refresh(container_id)
     if state is not None and state.state == "running":
         return _post_start(s, container, kind, state)

@@ -15,7 +15,7 @@ all exited 0 and none will restart; Failed otherwise; Succeeded and Failed never
 from __future__ import annotations
 
 import datetime as dt
-from typing import Iterable, Mapping, Sequence
+from typing import Collection, Iterable, Mapping, Sequence
 
 from kctl.agent.containers import KIND_APP, KIND_INIT
 from kctl.agent.probes import ProbeManager
@@ -71,8 +71,13 @@ def _waiting(reason: str, message: str = "") -> dict:
 
 def container_status(pod: dict, container: dict, *, kind: str, found: Sequence[ContainerState],
                      probes: ProbeManager, waiting: Waiting | None, default_waiting: str,
-                     previous: Mapping[str, object] | None) -> dict:
-    """One entry of containerStatuses / initContainerStatuses."""
+                     previous: Mapping[str, object] | None, fresh: Collection[str] = ()) -> dict:
+    """One entry of containerStatuses / initContainerStatuses.
+
+    `fresh`: ids of instances this sync started. One is reported running but not yet ready:
+    its readiness comes from the next look at the runtime, as the kubelet reports a container
+    it started from its next relist, so a process that exits at once is never counted ready.
+    """
     uid = str(pod["metadata"]["uid"])
     current = found[0] if found else None
     older_exited = next((c for c in found[1:] if c.state == "exited"), None)
@@ -89,7 +94,7 @@ def container_status(pod: dict, container: dict, *, kind: str, found: Sequence[C
     elif current.state == "running":
         status["state"] = {"running": {"startedAt": current.started_at or None}}
         status["started"] = probes.started(uid, container, current.id)
-        status["ready"] = probes.ready(uid, container, current.id)
+        status["ready"] = current.id not in fresh and probes.ready(uid, container, current.id)
     elif current.state == "exited":
         status["state"] = {"terminated": terminated_state(current)}
         status["ready"] = kind == KIND_INIT and current.exit_code == 0
@@ -214,7 +219,7 @@ def _same_quantity(a: object, b: object) -> bool:
 
 def pod_status(pod: dict, sandbox: PodSandbox | None, containers: Sequence[ContainerState], probes: ProbeManager,
                now: float, *, host_ip: str = "", waiting: Mapping[str, Waiting] | None = None,
-               phase: str | None = None, reason: str = "", message: str = "") -> dict:
+               phase: str | None = None, reason: str = "", message: str = "", fresh: Collection[str] = ()) -> dict:
     """The Pod's status; `phase`/`reason`/`message` force a pod-level verdict (DeadlineExceeded)."""
     spec, previous = pod.get("spec") or {}, pod.get("status") or {}
     waiting = waiting or {}
@@ -235,7 +240,7 @@ def pod_status(pod: dict, sandbox: PodSandbox | None, containers: Sequence[Conta
                                              found=instances(containers, KIND_APP, name), probes=probes,
                                              waiting=waiting.get(name),
                                              default_waiting="ContainerCreating" if initialised else "PodInitializing",
-                                             previous=before.get(name)))
+                                             previous=before.get(name), fresh=fresh))
     computed = compute_phase(pod, init_statuses, app_statuses)
     kept = previous.get("phase") if previous.get("phase") in TERMINAL_PHASES else None
     final = kept or phase or computed

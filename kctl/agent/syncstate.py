@@ -102,6 +102,8 @@ class PodSyncState:
         self.events: list[EventSpec] = []
         self.waiting: dict[str, Waiting] = {}
         self.requeue: list[float] = []
+        #: ids of the container instances this sync started (not ready before the next look)
+        self.started: set[str] = set()
         self.sandbox: PodSandbox | None = None
         self.containers: list[ContainerState] = []
         self.files: dict[str, Files] = {}
@@ -119,7 +121,7 @@ class PodSyncState:
         """The recomputed status, the events met and the earliest re-sync asked for."""
         status = pod_status(self.pod, self.sandbox, self.containers, self.ctx.probes, self.now,
                             host_ip=self.ctx.host_ip, waiting=self.waiting, phase=self.phase,
-                            reason=self.reason, message=self.message)
+                            reason=self.reason, message=self.message, fresh=self.started)
         return SyncResult(status=status, events=self.events,
                           requeue_after=max(0.0, min(self.requeue)) if self.requeue else None)
 

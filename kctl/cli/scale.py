@@ -9,12 +9,15 @@ layer with a resourceVersion precondition; the controllers do the rest.
 from __future__ import annotations
 
 import copy
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from kctl.machinery.resources import ResourceType
 from kctl.cli import connect
+
+if TYPE_CHECKING:
+    from kctl.apiserver.contract import API
 
 #: this module's commands; kctl.cli.main mounts them (main.COMMANDS)
 app = typer.Typer()
@@ -30,6 +33,7 @@ POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
     "CronJob.batch": ("spec", "jobTemplate", "spec", "template", "spec"),
 }
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+#: attempts of a set image write that keeps hitting Conflict (each on a fresh read)
 RETRIES = 5
 
 NamespaceOpt = Annotated[Optional[str], typer.Option("--namespace", "-n", help="Namespace (default: default).")]
@@ -143,6 +147,34 @@ def _split_args(args: list[str]) -> tuple[list[str], dict[str, str]]:
     return words, images
 
 
+def _set_images(server: API, rt: ResourceType, obj: dict, images: dict[str, str], *,
+                dry_run: Optional[str]) -> list[str]:
+    """Write `images` into obj, re-reading it on a Conflict (retry_on_conflict, RETRIES in all); names not found.
+
+    Prints "<ref> image updated" when written; nothing (and no write) when no container
+    is missing and the images are already set.
+    """
+    from kctl.client.retry import retry_on_conflict
+
+    first = True
+
+    def attempt() -> list[str]:
+        nonlocal first
+        current = obj
+        if not first:
+            current = server.get(rt, obj["metadata"]["name"], namespace=obj["metadata"].get("namespace"))
+        first = False
+        new, missing = with_images(rt, current, images)
+        if missing or new == current:
+            return missing  # nothing to change: kubectl prints nothing either
+        if dry_run != "client":
+            server.update(new, dry_run=dry_run not in (None, "none"))
+        print(f"{connect.ref(rt, obj['metadata']['name'])} image updated{_suffix(dry_run)}")
+        return []
+
+    return retry_on_conflict(attempt, attempts=RETRIES)
+
+
 @set_app.command("image")
 def set_image(
     args: Annotated[Optional[list[str]], typer.Argument(
@@ -154,7 +186,6 @@ def set_image(
     dry_run: DryRunOpt = None,
 ) -> None:
     """Update the image of containers in Pods, Deployments, ReplicaSets, DaemonSets, Jobs and CronJobs."""
-    from kctl.machinery.errors import Conflict
     from kctl.cli.modify import named_objects
 
     words, images = _split_args(list(args or []))
@@ -167,22 +198,7 @@ def set_image(
         if rt.group_kind not in POD_SPEC_PATHS:
             errors.append(f"{ref}: setting images is not supported for {rt.group_resource}")
             continue
-        for attempt in range(RETRIES):
-            new, missing = with_images(rt, obj, images)
-            if missing:
-                errors.extend(f'unable to find container named "{name}"' for name in missing)
-                break
-            if new == obj:
-                break  # nothing to change: kubectl prints nothing either
-            try:
-                if dry_run != "client":
-                    server.update(new, dry_run=dry_run not in (None, "none"))
-            except Conflict:
-                if attempt == RETRIES - 1:
-                    raise
-                obj = server.get(rt, obj["metadata"]["name"], namespace=obj["metadata"].get("namespace"))
-                continue
-            print(f"{ref} image updated{_suffix(dry_run)}")
-            break
+        missing = _set_images(server, rt, obj, images, dry_run=dry_run)
+        errors.extend(f'unable to find container named "{name}"' for name in missing)
     if errors:
         raise _fail("\n".join(errors) if len(errors) == 1 else "[" + ", ".join(errors) + "]")

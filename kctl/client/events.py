@@ -5,7 +5,8 @@ The node agent (kctl.agent.agent) records what it does to pods ("Pulled", "Start
 them. An Event this process repeats for the same object (same involvedObject uid,
 reason, message and source) is not stored again: the existing Event's `count` and
 `lastTimestamp` are bumped, as Kubernetes' event correlator does, from an in-memory
-index (never by listing the namespace's Events).
+index (never by listing the namespace's Events). A bump is a read-modify-write retried
+on Conflict (kctl.client.retry.retry_on_conflict, UPDATE_ATTEMPTS in all, then a warning).
 
 `record` never raises: an Event is best effort, and failing to write one must not stop
 the work it reports (the failure is logged). `record_all` records many Events at once, the
@@ -24,6 +25,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
+from kctl.client.retry import retry_on_conflict
 from kctl.machinery.errors import AlreadyExists, APIError, Conflict, NotFound
 
 if TYPE_CHECKING:
@@ -111,24 +113,27 @@ def _record(api: API, involved: dict, *, type: str, reason: str, message: str, c
     uid = meta.get("uid", "")
     key: _Key = (api.where, namespace, uid, reason, message, component, host, field_path)
     rt = api.resource("events")
-    for _ in range(UPDATE_ATTEMPTS):
+
+    def attempt() -> None:
+        """Bump this process's Event for `key` (read again), or create it when there is none."""
         existing = _find(api, rt, key)
-        if existing is None:
-            created = _create(api, involved, namespace, type=type, reason=reason, message=message,
-                              component=component, field_path=field_path, host=host)
-            _INDEX.put(key, created["metadata"]["name"])
-            return
-        existing["count"] = int(existing.get("count") or 1) + 1
-        existing["lastTimestamp"] = _now()
-        try:
-            api.update(existing)
-            return
-        except Conflict:
-            continue  # someone else bumped it: read again
-        except NotFound:
-            _INDEX.drop(key)
-    log.warning("event %s for %s/%s: gave up after %d conflicting updates", reason, namespace,
-                meta.get("name"), UPDATE_ATTEMPTS)
+        if existing is not None:
+            existing["count"] = int(existing.get("count") or 1) + 1
+            existing["lastTimestamp"] = _now()
+            try:
+                api.update(existing)  # Conflict: someone else bumped it; read again
+                return
+            except NotFound:
+                _INDEX.drop(key)  # deleted meanwhile (TTL): record it anew
+        created = _create(api, involved, namespace, type=type, reason=reason, message=message,
+                          component=component, field_path=field_path, host=host)
+        _INDEX.put(key, created["metadata"]["name"])
+
+    try:
+        retry_on_conflict(attempt, attempts=UPDATE_ATTEMPTS)
+    except Conflict:
+        log.warning("event %s for %s/%s: gave up after %d conflicting updates", reason, namespace,
+                    meta.get("name"), UPDATE_ATTEMPTS)
 
 
 def _find(api: API, rt: ResourceType, key: _Key) -> dict | None:

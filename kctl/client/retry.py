@@ -7,8 +7,10 @@ function that does one whole read-modify-write; `retry_on_conflict` calls it aga
 Conflict (after `backoff` seconds), returns what it returned, and re-raises the last
 Conflict when every attempt conflicted. Any other exception passes through at once.
 
-Used by the controllers (garbage collector, ReplicaSet), the node agent's heartbeat
-(kctl/agent/node.py) and the scheduler's failure writer (kctl/scheduler/binder.py).
+Used by the controllers (garbage collector, ReplicaSet, node lifecycle, namespace), the
+status writer (kctl/client/statuswriter.py), event recording (kctl/client/events.py), the
+node agent's heartbeat (kctl/agent/node.py), the scheduler's failure writer
+(kctl/scheduler/binder.py), `rollout undo` (kctl/ops/rollback.py) and `set image`.
 """
 
 from __future__ import annotations

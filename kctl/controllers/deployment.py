@@ -42,6 +42,7 @@ from typing import Callable
 from kctl.machinery.errors import AlreadyExists, APIError, Conflict, NotFound
 from kctl.machinery.selectors import LabelSelector
 from kctl.client.claim import ControllerRefManager
+from kctl.client.statuswriter import StatusWriter
 from kctl.controllers.base import DeferredEvents, key_of
 from kctl.controllers import rollout as ro
 from kctl.controllers.replicaset import (controller_ref, format_time, owner_reference, selector_of,
@@ -84,6 +85,7 @@ class DeploymentController:
         self.pods.add_handler(lambda pod: None, lambda old, new: None, self._on_pod_delete)
         self.rs_rt = self.api.resource("replicasets")
         self.deploy_rt = self.api.resource("deployments")
+        self.status_writer = StatusWriter(self.api)
 
     # -- event handlers ----------------------------------------------------------------------
 
@@ -188,6 +190,7 @@ class _Sync:
         self.c = controller
         self.api = controller.api
         self.d = d
+        self._stored_status: dict = copy.deepcopy(d.get("status") or {})  # as the API has it, for write_status
         self.d.setdefault("status", {})
         self.clock_now = controller.clock()
         self.now = format_time(to_datetime(self.clock_now))
@@ -343,9 +346,14 @@ class _Sync:
         if patched["metadata"].get("uid") != meta["uid"]:
             raise RetryLater("the deployment was replaced")
         status = self.d["status"]
-        self.d = patched
+        self._remember(patched)
         self.d["status"] = status
         return False
+
+    def _remember(self, stored: dict) -> None:
+        """Take `stored` (the Deployment as the API returned it) as self.d, its status as the stored one."""
+        self.d = copy.deepcopy(stored)
+        self._stored_status = copy.deepcopy(self.d.get("status") or {})
 
     # -- scaling ---------------------------------------------------------------------------
 
@@ -561,21 +569,26 @@ class _Sync:
         return max(left + 0.05, self.c.settings.min_deadline_requeue)
 
     def write_status(self) -> None:
-        """UpdateStatus with the status built so far; on a Conflict, onto the live object once."""
+        """UpdateStatus with the status built so far, if it differs from the stored one.
+
+        Through StatusWriter: a Conflict re-reads the Deployment and writes the status onto
+        it (observedGeneration never past the live generation), a few attempts; a Deployment
+        deleted or replaced (another uid) meanwhile is RetryLater.
+        """
         d = self.d
-        try:
-            written = self.c.api.update_status(d)
-        except Conflict:
-            live = self.api.get(self.c.deploy_rt, d["metadata"]["name"], namespace=d["metadata"].get("namespace"))
-            if live["metadata"].get("uid") != d["metadata"]["uid"]:
-                raise RetryLater("the deployment was replaced") from None
-            status = dict(d["status"])
-            status["observedGeneration"] = min(int(status.get("observedGeneration") or 0),
-                                               live["metadata"].get("generation", 1))
-            live["status"] = status
-            written = self.api.update_status(live)
         status = d["status"]
-        self.d = copy.deepcopy(written)
+
+        def desired(current: dict) -> dict:
+            new = dict(status)
+            if "observedGeneration" in new:
+                new["observedGeneration"] = min(int(new.get("observedGeneration") or 0),
+                                                current["metadata"].get("generation", 1))
+            return new
+
+        written = self.c.status_writer.write({**d, "status": self._stored_status}, desired)
+        if written is None:
+            raise RetryLater("the deployment was deleted or replaced")
+        self._remember(written)
         self.d["status"] = status
 
 

@@ -13,6 +13,8 @@ import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kctl.client.retry import retry_on_conflict
+
 if TYPE_CHECKING:
     from kctl.apiserver.contract import API
     from kctl.machinery.resources import ResourceType
@@ -102,25 +104,25 @@ def rollback(server: API, rt: ResourceType, deployment: dict, *, to_revision: in
     """Roll `deployment` back to `to_revision` (0: the previous one); RollbackError when it cannot.
 
     `dry_run` is kubectl's: "client" writes nothing, "server" sends a dry-run update.
-    A Conflict re-reads the Deployment and tries again (ATTEMPTS in all).
+    A Conflict re-reads the Deployment and decides again (kctl.client.retry.retry_on_conflict,
+    ATTEMPTS in all); the last Conflict is raised.
     """
-    from kctl.machinery.errors import Conflict
+    first = True
 
-    obj = deployment
-    for attempt in range(ATTEMPTS):
+    def attempt() -> RollbackResult:
+        nonlocal first
+        obj = deployment
+        if not first:
+            obj = server.get(rt, deployment["metadata"]["name"], namespace=deployment["metadata"].get("namespace"))
+        first = False
         if (obj.get("spec") or {}).get("paused"):
             raise RollbackError("you cannot rollback a paused deployment; resume it first with "
                                 "'kctl rollout resume' and try again")
         rs = undo_target(obj, owned_replica_sets(server, obj), to_revision)
         if without_hash(rs["spec"]["template"]) == without_hash(obj["spec"]["template"]):
             return RollbackResult(False, revision_of(rs))
-        try:
-            if dry_run != "client":
-                server.update(rolled_back(obj, rs), dry_run=dry_run not in (None, "none"))
-        except Conflict:
-            if attempt == ATTEMPTS - 1:
-                raise
-            obj = server.get(rt, obj["metadata"]["name"], namespace=obj["metadata"].get("namespace"))
-            continue
+        if dry_run != "client":
+            server.update(rolled_back(obj, rs), dry_run=dry_run not in (None, "none"))
         return RollbackResult(True, revision_of(rs))
-    raise AssertionError("unreachable")  # the last attempt returns or raises
+
+    return retry_on_conflict(attempt, attempts=ATTEMPTS)

@@ -10,12 +10,16 @@ the next beat talks over a fresh connection instead of one stuck in TCP retransm
   construction; the socket is missing (`PodmanSocketMissing`) or the service does not
   answer (`PodmanNotAnswering`), else Podman is pinged (and asked for `info` and
   images when `details`).
-- `ssh://user@host:port/SOCKET`: one `ssh` with kctl's options (kctl.ssh: host keys
-  strictly checked), forwarding a private local socket to SOCKET, runs
-  `test -S SOCKET` on the host and stays open for the next beats. A fresh one is made
-  after a TCP knock (`tcp_knock`); ssh's own failure names why the host cannot be
-  reached (`classify_ssh_failure`); a missing socket or a Podman that refuses is
-  reported as reachable but not answering. `check_host` is the one-shot form.
+- `ssh://user@host:port/SOCKET`: one `ssh` (kctl.ssh.SSHSession: kctl's options, host
+  keys strictly checked), forwarding a private local socket to SOCKET, runs
+  `test -S SOCKET` on the host (`check_script`) and stays open for the next beats. A
+  fresh one is made after a TCP knock (`tcp_knock`); ssh's own failure names why the
+  host cannot be reached (kctl.ssh.classify_ssh_failure, ssh_failure_message); a missing
+  socket or a Podman that refuses is reported as reachable but not answering.
+  `check_host` is the one-shot form.
+
+SSH itself (command lines, the ssh process, naming its failures) is kctl.ssh's; this
+module only decides what a host's answers mean for its node.
 
 A check never raises. `HostUnreachable` is the error the agent's pod-work connection
 raises while the heartbeat has found the host unreachable (PodmanRuntime.suspend).
@@ -26,21 +30,17 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import selectors
 import shlex
-import shutil
 import socket
-import subprocess
-import tempfile
 import time
 from dataclasses import dataclass
 
 from kctl.runtime.interface import HostInfo, ImageInfo, RuntimeError_
-from kctl.ssh import SSHTarget, ssh_options
+from kctl.ssh import (SSH_FAILURE_REASONS, SSHError, SSHSession, SSHTarget, classify_ssh_failure,
+                      ssh_failure_message)
 
-#: the host could not be reached at all (the agent posts nothing; the node goes Unknown)
-UNREACHABLE_REASONS = ("HostUnreachable", "ConnectionRefused", "AuthenticationRefused", "HostKeyUnknown",
-                       "HostKeyChanged", "SSHFailed")
+#: the host could not be reached at all (the agent posts nothing; the node goes Unknown): why ssh failed
+UNREACHABLE_REASONS = SSH_FAILURE_REASONS
 #: the host answered but its Podman did not (the agent posts Ready=False with this reason)
 NOT_ANSWERING_REASONS = ("PodmanSocketMissing", "PodmanNotAnswering")
 #: seconds one TCP connection attempt to sshd may take before the next is tried (see tcp_knock)
@@ -86,46 +86,10 @@ def _one_line(text: str) -> str:
                      if part.strip() and not set(part.strip()) <= {"@"})
 
 
-def classify_ssh_failure(stderr: str) -> str:
-    """The reason (one of UNREACHABLE_REASONS) an ssh that failed with this stderr names."""
-    text = stderr.lower()
-    if "remote host identification has changed" in text or "host key for" in text and "has changed" in text:
-        return "HostKeyChanged"
-    if "host key verification failed" in text or "host key is known" in text:
-        return "HostKeyUnknown"
-    if "permission denied" in text or "too many authentication failures" in text:
-        return "AuthenticationRefused"
-    if "connection refused" in text:
-        return "ConnectionRefused"
-    if any(word in text for word in ("timed out", "no route to host", "network is unreachable",
-                                     "could not resolve", "name or service not known", "host is down")):
-        return "HostUnreachable"
-    return "SSHFailed"
-
-
-def ssh_failure_message(reason: str, stderr: str, *, target: SSHTarget, node: str, known_hosts: str | None,
-                        identity: str | None) -> str:
-    """One line: what went wrong reaching target, ssh's own words, and what fixes it."""
-    where = f"{target.host}:{target.port}"
-    lines = [line.strip() for line in stderr.splitlines() if line.strip() and not set(line.strip()) <= {"@"}]
-    said = (lines[-1] if lines else "")[:300]  # ssh's verdict comes last ("Host key verification failed.")
+def _ssh_failure(reason: str, stderr: str, *, target: SSHTarget, node: str, identity: str | None) -> str:
+    """`node NAME: ` and kctl.ssh's one line on why ssh failed (NAME: the node, else the host)."""
     name = node or target.host
-    fixes = {
-        "HostKeyChanged": (f"the SSH host key of {where} has CHANGED since it was trusted; kctl refuses to connect"
-                           f" ({said}). If the host was re-installed, check its new key and run:"
-                           f" kctl node trust {name}"),
-        "HostKeyUnknown": (f"the SSH host key of {where} is not known ({said}); check it and run:"
-                           f" kctl node trust {name}"),
-        "AuthenticationRefused": (f"{where} refused the SSH login of {target.user}"
-                                  f"{f' with key {identity}' if identity else ''} ({said}); put its public key in"
-                                  f" ~{target.user}/.ssh/authorized_keys on the host"),
-        "ConnectionRefused": f"{where} refused the connection ({said}); is sshd running on the host?",
-        # ssh's words vary from try to try here ("timed out", "No route to host"): left out, so
-        # the message stays the same while the cause lasts
-        "HostUnreachable": f"{where} cannot be reached: the host is down, cut off or behind a firewall",
-    }
-    message = fixes.get(reason, f"ssh to {where} failed ({said or 'no reason given'})")
-    return f"node {name}: {message}"
+    return f"node {name}: {ssh_failure_message(reason, stderr, target=target, node=name, identity=identity)}"
 
 
 def check_host(url: str, *, timeout: float, details: bool = True, node: str = "", identity: str | None = None,
@@ -154,8 +118,8 @@ class HostChecker:
                  known_hosts: str | None = None) -> None:
         self.url, self.node = url, node
         self.identity, self.known_hosts = identity, known_hosts
-        self._ssh: _CheckSSH | None = None  # logged in, forwarding
-        self._login: _CheckSSH | None = None  # still logging in
+        self._ssh: SSHSession | None = None  # logged in, forwarding
+        self._login: SSHSession | None = None  # still logging in
 
     def check(self, *, timeout: float, details: bool = True) -> HostCheck:
         """What the host says now, within about `timeout` seconds; never raises."""
@@ -184,13 +148,15 @@ class HostChecker:
                                    definite=knocked == "no-route")
             # Knocking was only waiting for the network: the login gets a timeout of its own.
             deadline = max(deadline, time.monotonic() + timeout)
-            login = _CheckSSH.start(target, identity=self.identity, known_hosts=self.known_hosts)
-            if isinstance(login, str):
-                return unreachable("SSHFailed", f"node {self.node}: cannot run ssh: {login}")
-            self._login = login
+            try:
+                self._login = SSHSession.start(target, check_script(target.path), identity=self.identity,
+                                               known_hosts=self.known_hosts, connect_timeout=LOGIN_LIMIT,
+                                               folder_prefix="kctl-beat-")
+            except SSHError as error:
+                return unreachable("SSHFailed", f"node {self.node}: cannot run ssh: {error}")
         return self._logged_in(target, self._login, deadline, details=details, where=where)
 
-    def _logged_in(self, target: SSHTarget, ssh: "_CheckSSH", deadline: float, *, details: bool,
+    def _logged_in(self, target: SSHTarget, ssh: SSHSession, deadline: float, *, details: bool,
                    where: str) -> HostCheck:
         """Wait (until the deadline) for the login under way to say whether the socket is there."""
         word = ssh.read_line(deadline)
@@ -208,8 +174,8 @@ class HostChecker:
             reason = classify_ssh_failure(stderr) if stderr.strip() else "SSHFailed"
             if timed_out and reason == "SSHFailed":
                 return unreachable("HostUnreachable", _timeout_message(target, self.node))
-            return unreachable(reason, ssh_failure_message(reason, stderr, target=target, node=self.node,
-                                                           known_hosts=self.known_hosts, identity=self.identity))
+            return unreachable(reason, _ssh_failure(reason, stderr, target=target, node=self.node,
+                                                    identity=self.identity))
         self._ssh = ssh
         while not os.path.exists(ssh.local) and time.monotonic() < deadline and ssh.alive():
             time.sleep(0.01)
@@ -232,62 +198,7 @@ class HostChecker:
 
 
 def _timeout_message(target: SSHTarget, node: str) -> str:
-    return ssh_failure_message("HostUnreachable", "", target=target, node=node, known_hosts=None, identity=None)
-
-
-class _CheckSSH:
-    """One ssh of a HostChecker: logged in, forwarding a private socket, its remote `cat` keeping it open."""
-
-    def __init__(self, process: subprocess.Popen[bytes], folder: str, errors) -> None:
-        self.process, self.folder, self.errors = process, folder, errors
-        self.local = os.path.join(folder, "podman.sock")
-        self.started = time.monotonic()
-        self.ended = False  # its output ended: it exited, or is exiting
-        self._buffer = b""
-
-    @classmethod
-    def start(cls, target: SSHTarget, *, identity: str | None, known_hosts: str | None) -> "_CheckSSH | str":
-        folder = tempfile.mkdtemp(prefix="kctl-beat-")
-        errors = tempfile.TemporaryFile()
-        argv = ssh_check_command(target, os.path.join(folder, "podman.sock"), timeout=LOGIN_LIMIT,
-                                 identity=identity, known_hosts=known_hosts)
-        try:
-            process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
-                                       start_new_session=True)
-        except OSError as error:
-            shutil.rmtree(folder, ignore_errors=True)
-            errors.close()
-            return str(error)
-        return cls(process, folder, errors)
-
-    def alive(self) -> bool:
-        return self.process.poll() is None
-
-    def read_line(self, deadline: float) -> str | None:
-        """The first line ssh prints; None when it has not come by the deadline (or ssh ended)."""
-        assert self.process.stdout is not None
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.process.stdout, selectors.EVENT_READ)
-            while b"\n" not in self._buffer:
-                left = deadline - time.monotonic()
-                if left <= 0 or not selector.select(left):
-                    return None
-                chunk = os.read(self.process.stdout.fileno(), 256)
-                if not chunk:
-                    self.ended = True
-                    return None
-                self._buffer += chunk
-        return self._buffer.split(b"\n", 1)[0].decode(errors="replace").strip()
-
-    def stop(self) -> str:
-        """End the ssh (its remote `cat` ends with the session); what it wrote on stderr."""
-        _stop(self.process)
-        try:
-            self.errors.seek(0)
-            return self.errors.read().decode(errors="replace")
-        finally:
-            self.errors.close()
-            shutil.rmtree(self.folder, ignore_errors=True)
+    return _ssh_failure("HostUnreachable", "", target=target, node=node, identity=None)
 
 
 def check_socket(path: str, *, timeout: float, details: bool, where: str, remote: bool = False) -> HostCheck:
@@ -338,15 +249,11 @@ def _short(error: BaseException) -> str:
     return _one_line(str(error) or type(error).__name__)[:200]
 
 
-def ssh_check_command(target: SSHTarget, local_socket: str, *, timeout: float, identity: str | None,
-                      known_hosts: str | None) -> list[str]:
-    """argv of the check's ssh: forward local_socket to the host's socket, say whether it exists."""
-    remote = shlex.quote(target.path)
-    script = f"if test -S {remote}; then echo {_READY_WORD}; exec cat; else echo {_MISSING_WORD}; fi"
-    options = ssh_options(identity=identity, known_hosts=known_hosts, connect_timeout=timeout, port=target.port)
-    return ["ssh", "-T", "-o", "ExitOnForwardFailure=yes", "-o", "StreamLocalBindUnlink=yes",
-            "-o", "GSSAPIAuthentication=no", *options,
-            "-L", f"{local_socket}:{target.path}", target.destination, script]
+def check_script(socket_path: str) -> str:
+    """The command the check's ssh runs on the host: say whether the Podman socket is there and, if it is,
+    keep the session (and its forward) open."""
+    remote = shlex.quote(socket_path)
+    return f"if test -S {remote}; then echo {_READY_WORD}; exec cat; else echo {_MISSING_WORD}; fi"
 
 
 def tcp_knock(host: str, port: int, *, deadline: float) -> bool | str:
@@ -373,22 +280,5 @@ def tcp_knock(host: str, port: int, *, deadline: float) -> bool | str:
             time.sleep(min(KNOCK_PAUSE, max(0.0, deadline - time.monotonic())))
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """End the check's ssh (its remote `cat` ends with the session); reap it."""
-    if process.poll() is None:
-        with contextlib.suppress(OSError):
-            process.terminate()
-        try:
-            process.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    for stream in (process.stdin, process.stdout):
-        with contextlib.suppress(OSError):
-            if stream is not None:
-                stream.close()
-
-
 __all__ = ["HostCheck", "HostChecker", "HostUnreachable", "NOT_ANSWERING_REASONS", "UNREACHABLE_REASONS", "check_host",
-           "check_socket", "classify_ssh_failure", "not_answering", "ssh_check_command",
-           "ssh_failure_message", "unreachable"]
+           "check_script", "check_socket", "not_answering", "tcp_knock", "unreachable"]

@@ -13,8 +13,9 @@ The worker drains everything that is ready and, for each batch:
 - on failure, calls back the scheduler (unreserve, forget, re-queue).
 
 It also writes what the scheduling loop decided about pods that fit nowhere (the
-PodScheduled=False condition and the FailedScheduling Event), so the loop never waits
-for the store.
+PodScheduled=False condition, a read-modify-write retried on Conflict by
+kctl.client.retry.retry_on_conflict, and the FailedScheduling Event), so the loop never
+waits for the store.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from kctl.client import events
+from kctl.client.retry import retry_on_conflict
 from kctl.machinery.errors import APIError, Conflict, NotFound
 from kctl.scheduler.framework import CycleState, Framework, Status
 from kctl.scheduler.queue import QueuedPodInfo
@@ -212,34 +214,44 @@ class BindWorker:
             return
         meta = job.pod.get("metadata") or {}
         rt = self.api.resource("pods")
-        for _ in range(3):
+
+        def attempt() -> dict | None:
+            """Read the pod, write the condition if it changed; None when the failure is stale."""
             try:
                 pod = self.api.get(rt, meta.get("name", ""), namespace=meta.get("namespace"))
             except NotFound:
-                return
+                return None
             if (pod.get("spec") or {}).get("nodeName") or pod["metadata"].get("uid") != meta.get("uid"):
-                return  # bound or replaced meanwhile: the failure is stale
+                return None  # bound or replaced meanwhile: the failure is stale
             status = pod.setdefault("status", {})
             conditions = status.get("conditions") or []
             current = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
-            if not (current and current.get("status") == "False" and current.get("reason") == job.reason
-                    and current.get("message") == job.message):
-                condition = {"type": "PodScheduled", "status": "False", "reason": job.reason,
-                             "message": job.message,
-                             "lastTransitionTime": (current or {}).get("lastTransitionTime") if current
-                             and current.get("status") == "False" else _now()}
-                status["conditions"] = [c for c in conditions if c.get("type") != "PodScheduled"] + [condition]
-                status.setdefault("phase", "Pending")
-                try:
-                    pod = self.api.update_status(pod)
-                except Conflict:
-                    continue
-                except APIError as exc:
-                    log.warning("cannot write the scheduling failure of %s/%s: %s", meta.get("namespace"),
-                                meta.get("name"), exc)
+            if current and current.get("status") == "False" and current.get("reason") == job.reason \
+                    and current.get("message") == job.message:
+                return pod
+            condition = {"type": "PodScheduled", "status": "False", "reason": job.reason, "message": job.message,
+                         "lastTransitionTime": current.get("lastTransitionTime")
+                         if current and current.get("status") == "False" else _now()}
+            status["conditions"] = [c for c in conditions if c.get("type") != "PodScheduled"] + [condition]
+            status.setdefault("phase", "Pending")
+            try:
+                return self.api.update_status(pod)
+            except Conflict:
+                raise
+            except APIError as exc:
+                log.warning("cannot write the scheduling failure of %s/%s: %s", meta.get("namespace"),
+                            meta.get("name"), exc)
+                return pod
+
+        try:
+            pod = retry_on_conflict(attempt)
+        except Conflict:
+            log.warning("cannot write the scheduling failure of %s/%s: it kept conflicting", meta.get("namespace"),
+                        meta.get("name"))
+            return
+        if pod is not None:
             events.record(self.api, pod, type="Warning", reason="FailedScheduling", message=job.message,
                           component=self.component)
-            return
 
 
 __all__ = ["BindJob", "BindWorker", "FailureJob"]

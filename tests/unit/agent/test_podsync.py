@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from podharness import IMAGE, Harness, config_map, container, make_pod, secret
 
+from kctl.agent.lifecycle import STARTED_RECHECK_SECONDS
 from kctl.agent.podsync import cleanup_orphans, go_duration, should_restart, sync_pod
 from kctl.runtime.interface import (
     LABEL_CONTAINER,
@@ -25,10 +26,16 @@ from kctl.runtime.interface import (
 
 
 def test_new_pod_runs_and_is_ready(node: Harness) -> None:
-    """A new pod gets one Podman pod and its containers running; status Running and Ready."""
+    """A new pod gets one Podman pod and its containers running; status Running, then Ready on the next look."""
     result = node.sync(make_pod(containers=[container("app"), container("side")]))
     assert node.runtime.count("create_pod") == 1
     assert node.runtime.count("create_container") == 2
+    assert result.status["phase"] == "Running"
+    assert node.condition("Ready")["status"] == "False"  # started by this sync: ready from the next look
+    assert result.requeue_after == pytest.approx(STARTED_RECHECK_SECONDS)
+    first_events = result.events
+    node.advance(STARTED_RECHECK_SECONDS)
+    result = node.sync()
     status = result.status
     assert status["phase"] == "Running"
     assert node.condition("Ready")["status"] == "True"
@@ -36,8 +43,24 @@ def test_new_pod_runs_and_is_ready(node: Harness) -> None:
     assert status["hostIP"] == "10.77.0.11" and status["podIP"].startswith("10.88.")
     assert all("running" in s["state"] and s["ready"] and s["started"] for s in status["containerStatuses"])
     assert node.status("app")["containerID"].startswith("podman://")
-    assert [e.reason for e in result.events] == ["Pulled", "Created", "Started"] * 2
-    assert result.events[1].field_path == "spec.containers{app}"
+    assert [e.reason for e in first_events] == ["Pulled", "Created", "Started"] * 2
+    assert first_events[1].field_path == "spec.containers{app}"
+    assert node.runtime.count("create_container") == 2
+
+
+def test_a_container_that_exits_at_once_is_never_ready(node: Harness) -> None:
+    """A container started by a sync is not ready in that sync's status: one that exits at once never counts.
+
+    (A ReplicaSet counted such a pod available for a moment and the Deployment scaled an old
+    ReplicaSet down under maxUnavailable 0.)
+    """
+    result = node.sync(make_pod(containers=[container("app", command=["sh", "-c", "sleep 0.1; exit 1"])]))
+    assert "running" in node.status("app")["state"] and node.status("app")["ready"] is False
+    assert node.condition("Ready")["status"] == "False"
+    node.advance(max(result.requeue_after or 0, 0.1))
+    node.runtime.settle()
+    node.sync()
+    assert node.status("app")["ready"] is False and node.condition("Ready")["status"] == "False"
 
 
 def test_runtime_warnings_become_warning_events(node: Harness) -> None:
@@ -561,8 +584,11 @@ def test_probe_initial_delay(node: Harness) -> None:
     """A probe first runs initialDelaySeconds after the container was first seen running."""
     probe = {"exec": {"command": ["alive"]}, "initialDelaySeconds": 10, "periodSeconds": 5}
     result = node.sync(make_pod(containers=[container("app", livenessProbe=probe)]))
-    assert node.runtime.count("exec") == 0 and result.requeue_after == pytest.approx(10)
-    node.advance(10)
+    assert node.runtime.count("exec") == 0 and result.requeue_after == pytest.approx(STARTED_RECHECK_SECONDS)
+    node.advance(STARTED_RECHECK_SECONDS)
+    result = node.sync()
+    assert node.runtime.count("exec") == 0 and result.requeue_after == pytest.approx(10 - STARTED_RECHECK_SECONDS)
+    node.advance(10 - STARTED_RECHECK_SECONDS)
     node.sync()
     assert node.runtime.count("exec") == 1
 

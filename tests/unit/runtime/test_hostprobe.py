@@ -11,7 +11,7 @@ import time
 import pytest
 
 from kctl.runtime import hostprobe
-from kctl.runtime.hostprobe import HostUnreachable, check_host, classify_ssh_failure
+from kctl.runtime.hostprobe import HostUnreachable, check_host
 from kctl.runtime.interface import RuntimeError_
 from kctl.runtime.podman import PodmanRuntime
 
@@ -26,7 +26,7 @@ UNKNOWN = """No ED25519 host key is known for 10.77.0.11 and you have requested 
 Host key verification failed."""
 
 FAKE_SSH = """#!/bin/sh
-echo "$@" >> "$FAKE_SSH_LOG"
+printf '%s\\0' "$@" >> "$FAKE_SSH_LOG"; echo >> "$FAKE_SSH_LOG"
 case "$FAKE_SSH_MODE" in
   hang) exec sleep 60 ;;
   missing) echo kctl-no-podman-socket; exit 0 ;;
@@ -71,21 +71,8 @@ def fake_ssh(tmp_path, monkeypatch):
         stderr.write_text(text)
 
     set_mode.calls = lambda: len(log.read_text().splitlines())  # type: ignore[attr-defined]
+    set_mode.argvs = lambda: [line.split("\0")[:-1] for line in log.read_text().splitlines()]  # type: ignore
     return set_mode
-
-
-@pytest.mark.parametrize("stderr, reason", [
-    (CHANGED, "HostKeyChanged"),
-    (UNKNOWN, "HostKeyUnknown"),
-    ("root@10.77.0.11: Permission denied (publickey).", "AuthenticationRefused"),
-    ("ssh: connect to host 10.77.0.11 port 22: Connection refused", "ConnectionRefused"),
-    ("ssh: connect to host 10.77.0.11 port 22: Connection timed out", "HostUnreachable"),
-    ("ssh: connect to host 10.77.0.11 port 22: No route to host", "HostUnreachable"),
-    ("kex_exchange_identification: read: Connection reset by peer", "SSHFailed"),
-], ids=["changed", "unknown", "auth", "refused", "timeout", "no-route", "other"])
-def test_classify_ssh_failure(stderr, reason):
-    """ssh's own words name the cause."""
-    assert classify_ssh_failure(stderr) == reason
 
 
 @pytest.mark.parametrize("stderr, reason, fix", [
@@ -101,6 +88,48 @@ def test_check_names_cause_host_and_fix(fake_ssh, url, stderr, reason, fix):
     assert (found.reachable, found.answering, found.reason) == (False, False, reason)
     assert found.message.startswith("node h1: ") and "127.0.0.1:" in found.message and fix in found.message
     assert "\n" not in found.message and "NASTY" not in found.message
+
+
+@pytest.mark.parametrize("stderr, identity, message", [
+    (CHANGED, "/k", "node h1: the SSH host key of 127.0.0.1:{port} has CHANGED since it was trusted; kctl refuses"
+                    " to connect (Host key verification failed.). If the host was re-installed, check its new key and"
+                    " run: kctl node trust h1"),
+    (UNKNOWN, None, "node h1: the SSH host key of 127.0.0.1:{port} is not known (Host key verification failed.);"
+                    " check it and run: kctl node trust h1"),
+    ("root@127.0.0.1: Permission denied (publickey).", "/k",
+     "node h1: 127.0.0.1:{port} refused the SSH login of root with key /k (root@127.0.0.1: Permission denied"
+     " (publickey).); put its public key in ~root/.ssh/authorized_keys on the host"),
+    ("kex_exchange_identification: read: Connection reset by peer", None,
+     "node h1: ssh to 127.0.0.1:{port} failed (kex_exchange_identification: read: Connection reset by peer)"),
+], ids=["changed", "unknown", "auth", "other"])
+def test_check_failure_messages_are_unchanged(fake_ssh, url, sshd_port, stderr, identity, message):
+    """The heartbeat's messages for a failed ssh, word for word as they were before SSH moved to kctl.ssh."""
+    fake_ssh("fail", stderr)
+    found = check_host(url, timeout=2, node="h1", identity=identity, known_hosts="/kctl/known_hosts")
+    assert found.message == message.format(port=sshd_port)
+
+
+def test_check_runs_kctl_ssh_with_a_private_forward(fake_ssh, url):
+    """The check's ssh (kctl.ssh.forward_command): strict host keys, kctl's known_hosts, a forward to a private
+    socket of its own, no GSSAPI, and `test -S` of the Podman socket on the host."""
+    fake_ssh("missing")
+    check_host(url, timeout=2, node="h1", identity="/k", known_hosts="/kctl/known_hosts")
+    (argv,) = fake_ssh.argvs()
+    assert "StrictHostKeyChecking=yes" in argv and "UserKnownHostsFile=/kctl/known_hosts" in argv
+    assert "GSSAPIAuthentication=no" in argv and "ConnectTimeout=10" in argv and argv[argv.index("-i") + 1] == "/k"
+    local, remote = argv[argv.index("-L") + 1].rsplit(":", 1)
+    assert remote == SOCKET and os.path.basename(os.path.dirname(local)).startswith("kctl-beat-")
+    assert not os.path.exists(os.path.dirname(local)), "the check's private folder was left behind"
+    assert argv[-2] == "root@127.0.0.1" and argv[-1] == hostprobe.check_script(SOCKET)
+    assert "test -S /run/podman/podman.sock" in argv[-1]
+
+
+def test_hostprobe_leaves_ssh_to_kctl_ssh():
+    """SSH in one place: hostprobe builds no ssh command line, runs no process and classifies no ssh output itself."""
+    text = open(hostprobe.__file__, encoding="utf-8").read()
+    for word in ('"ssh"', "Popen", "subprocess", "ssh_options", "StrictHostKeyChecking", "host key verification",
+                 "def classify_ssh_failure", "def ssh_failure_message", "terminate()"):
+        assert word not in text, word
 
 
 def test_hung_ssh_ends_within_the_timeout(fake_ssh, url):
@@ -119,16 +148,6 @@ def test_missing_socket_is_reachable_not_answering(fake_ssh, url):
     found = check_host(url, timeout=2, node="h1")
     assert (found.reachable, found.answering, found.reason) == (True, False, "PodmanSocketMissing")
     assert "/run/podman/podman.sock" in found.message
-
-
-def test_check_command_forwards_a_private_socket_and_checks_keys():
-    """The check's ssh: strict host keys, a connect timeout, a forward of its own, `test -S` of the socket."""
-    target = hostprobe.SSHTarget.parse(f"ssh://root@10.77.0.11:22{SOCKET}")
-    argv = hostprobe.ssh_check_command(target, "/tmp/x/podman.sock", timeout=1.6,
-                                       identity="/k", known_hosts="/kh")
-    assert argv[0] == "ssh" and "StrictHostKeyChecking=yes" in argv and "ConnectTimeout=1" in argv
-    assert argv[argv.index("-L") + 1] == "/tmp/x/podman.sock:/run/podman/podman.sock"
-    assert argv[-2] == "root@10.77.0.11" and "test -S /run/podman/podman.sock" in argv[-1]
 
 
 def test_knock_sees_a_closed_port_quickly_and_a_silent_one_never():
