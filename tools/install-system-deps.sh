@@ -16,6 +16,7 @@ command -v slirp4netns >/dev/null || need+=(slirp4netns)
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 [ -x /bin/busybox ] && /bin/busybox --list >/dev/null 2>&1 && ldd /bin/busybox 2>&1 | grep -q "not a dynamic" || need+=(busybox-static)
 command -v git >/dev/null || need+=(git)
+command -v nft >/dev/null || need+=(nftables)  # kube-proxy rules (tests/unit/proxy: nft -c, a private netns)
 command -v zsh >/dev/null && command -v fish >/dev/null || need+=(zsh fish)  # shell completion tests (tests/cli/test_completion.py)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" != 0 ]; then

@@ -38,6 +38,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable
 
+from kctl.machinery.wellknown import SERVICE_NAME_LABEL
 from kctl.client.claim import owner_reference
 from kctl.client.errors import TemporaryError
 from kctl.controllers.base import key_of, split_key
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("kctl.controllers.endpointslice")
 
 API_VERSION = "discovery.k8s.io/v1"
-SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 CONTROLLER_NAME = "endpointslice-controller.k8s.io"
 HEADLESS_LABEL = "service.kubernetes.io/headless"

@@ -29,7 +29,6 @@ from typing import Protocol
 SPEC_VERSION = "1.1.0"
 #: seconds a cluster answer may be cached (CoreDNS's kubernetes plugin default)
 TTL = 5
-SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
 
 class ClusterView(Protocol):

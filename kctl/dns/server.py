@@ -5,8 +5,8 @@ zone (authoritative, with the zone's SOA in the authority section of a negative 
 resolvers cache NXDOMAIN as briefly as the records) and forwards other questions to the
 host's resolvers (`upstreams`, by default the nameservers of /etc/resolv.conf), over the
 protocol the question came in on; SERVFAIL when no upstream answers. Built on dnslib's
-socketserver-based DNSServer, one thread per request. `kctl daemon` runs one;
-`InformerView` reads Services and EndpointSlices from the daemon's shared informers.
+socketserver-based DNSServer, one thread per request. `kctl daemon` is to run one over
+its shared informers of Services and EndpointSlices (not wired yet: docs/networking.md).
 """
 
 from __future__ import annotations
@@ -14,12 +14,9 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
-from kctl.dns.records import SERVICE_NAME_LABEL, TTL, ClusterView, answer, in_zone
-
-if TYPE_CHECKING:
-    from kctl.client.informer import InformerFactory
+from kctl.dns.records import TTL, ClusterView, answer, in_zone
 
 log = logging.getLogger("kctl.dns")
 
@@ -42,29 +39,6 @@ def host_nameservers(path: str = RESOLV_CONF) -> list[tuple[str, int]]:
         if len(parts) >= 2 and parts[0] == "nameserver":
             servers.append((parts[1], 53))
     return servers
-
-
-class InformerView:
-    """ClusterView over shared informers of Services and EndpointSlices (indexed by service name)."""
-
-    INDEX = "service-name"
-
-    def __init__(self, factory: InformerFactory) -> None:
-        self._services = factory.informer("services")
-        self._slices = factory.informer("endpointslices")
-        self._slices.add_index(self.INDEX, _service_name_index)
-
-    def service(self, namespace: str, name: str) -> dict | None:
-        return self._services.get(namespace, name)
-
-    def endpoint_slices(self, namespace: str, service: str) -> list[dict]:
-        return self._slices.by_index(self.INDEX, f"{namespace}/{service}")
-
-
-def _service_name_index(obj: dict) -> list[str]:
-    meta = obj.get("metadata") or {}
-    name = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL)
-    return [f"{meta.get('namespace', '')}/{name}"] if name else []
 
 
 class ClusterResolver:

@@ -15,7 +15,8 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Iterable
 
-SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+from kctl.machinery.wellknown import SERVICE_NAME_LABEL
+
 #: kube-proxy's default sessionAffinityConfig.clientIP.timeoutSeconds (3 hours)
 DEFAULT_AFFINITY_SECONDS = 10800
 PROTOCOLS = ("TCP", "UDP", "SCTP")
