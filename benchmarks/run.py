@@ -2,7 +2,9 @@
 
 Run with `make bench` (or `.venv/bin/python benchmarks/run.py [--quick]`). Prints a
 Markdown table of medians; docs/benchmarks.md records a run and this command. These
-machines are noisy: compare the ratios, not the absolute figures.
+machines are noisy: compare the ratios, not the absolute figures. As root (with nft and
+unshare), also one kube-proxy rule sync (benchmarks/services.py's `nft_sync`; that file's
+test-bed measurements run by hand).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -20,6 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/services.py
 KCTL = [sys.executable, "-m", "kctl"]
 
 
@@ -212,6 +216,14 @@ def main() -> None:
         m, b = r["ours"][0], r["base"][0]
         rows.append(("sustained single-object updates", f"{m:.0f} /s", "raw SQLite commit, same settings",
                      f"{b:.0f} /s", f"{m / b:.2f}x of raw", ">= 1,000 /s"))
+        if os.geteuid() == 0 and shutil.which("nft") and shutil.which("unshare"):
+            from services import nft_sync  # benchmarks/services.py; the bed parts: run it by hand (root)
+
+            r = nft_sync(runs)
+            m, b = statistics.median(r["reload"]), statistics.median(r["render"])
+            rows.append(("`nft -f` of kube-proxy rules, 1,000 Services x 10 endpoints (private netns)",
+                         f"{m * 1000:.0f} ms", "rendering that script (kctl, Python)", f"{b * 1000:.0f} ms",
+                         f"load {m / b:.1f}x of render", "< 1 s"))
     print("| what | kctl | baseline | baseline figure | ratio | target |")
     print("|---|---|---|---|---|---|")
     for row in rows:

@@ -96,6 +96,9 @@ class SSHTunnel:
     SSH transport passes `StrictHostKeyChecking no` and starts one ssh per connection; this
     tunnel is one ssh process per runtime, restarted when it dies. `address.path` is the
     remote socket; `ensure()` returns the local one (in a private folder of its own).
+    The tunnel is also the connection's SSH master (`ControlMaster`): commands run on the
+    host (kctl.runtime.hostexec: routes, nft) go over it through `control_path`, without a
+    login of their own (about 0.3 s each otherwise).
     """
 
     def __init__(self, address: SSHTarget, *, identity: str | None, known_hosts: str | None,
@@ -115,10 +118,20 @@ class SSHTunnel:
         """The forwarded socket on this machine."""
         return os.path.join(self._folder, "podman.sock")
 
+    @property
+    def control_path(self) -> str:
+        """The master's control socket while the tunnel runs; "" otherwise (ssh then logs in anew)."""
+        process = self._process
+        if not self._folder or process is None or process.poll() is not None:
+            return ""
+        return os.path.join(self._folder, "control")
+
     def command(self) -> list[str]:
-        """argv of the forwarding ssh."""
-        return forward_command(self.address, self.local_socket, identity=self._identity,
+        """argv of the forwarding ssh (the connection's master, see the class doc)."""
+        argv = forward_command(self.address, self.local_socket, identity=self._identity,
                                known_hosts=self._known_hosts, connect_timeout=self._connect_timeout)
+        control = ["-o", "ControlMaster=yes", "-o", f"ControlPath={os.path.join(self._folder, 'control')}"]
+        return [argv[0], *control, *argv[1:]]
 
     def ensure(self) -> str:
         """The local socket path, (re)starting ssh when it is not running; SSHError when ssh fails."""
@@ -130,8 +143,9 @@ class SSHTunnel:
     def _start(self) -> None:
         if not self._folder:
             self._folder = tempfile.mkdtemp(prefix="kctl-ssh-")
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.local_socket)
+        for stale in (self.local_socket, os.path.join(self._folder, "control")):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(stale)
         log = tempfile.TemporaryFile()
         resets = self._resets
         process = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL,

@@ -2,8 +2,11 @@
 # `make run` / `make stop`: the demo on the embedded store (.state/kctl.db in the checkout).
 #   tools/demo.sh up    start `kctl daemon` in the background (pid and log under .state/),
 #                       build the demo image into this host's Podman, apply examples/,
-#                       wait until the web pod is Ready, show it and fetch its page
-#   tools/demo.sh down  delete the demo's objects (their containers go), stop the daemon
+#                       wait until the web pod is Ready, show it and fetch its page; then
+#                       reach the web Deployment through its Service: the ClusterIP by DNS
+#                       name from inside a pod (kctl exec), the NodePort from this host
+#   tools/demo.sh down  delete the demo's objects (their containers go), stop the daemon,
+#                       remove what the pod network and kube-proxy made on this host
 # KCTL_STORE (exported by the Makefile) names the store; the daemon registers this host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +15,7 @@ state=.state
 pidfile=$state/daemon.pid
 log=$state/daemon.log
 port=18080
+nodeport=30080   # Service demo/web's spec.ports[0].nodePort (examples/web/20-web.yaml)
 
 running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
 
@@ -34,6 +38,21 @@ node_ready() {
 
 pod_ready() {
     [ "$($kctl get pod hello -n demo -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+
+web_ready() {
+    local want ready
+    want=$($kctl get deployment web -n demo -o jsonpath='{.spec.replicas}')
+    ready=$($kctl get deployment web -n demo -o jsonpath='{.status.readyReplicas}')
+    [ -n "$want" ] && [ "$want" = "$ready" ]
+}
+
+fetch() {  # fetch URL: print the page (5 s timeout)
+    python3 -c "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode(), end='')" "$1"
+}
+
+from_pod() {  # from_pod URL: print the page as pod demo/hello gets it (busybox wget inside the pod)
+    $kctl exec hello -n demo -- timeout 5 wget -qO- "$1"
 }
 
 up() {
@@ -60,9 +79,34 @@ up() {
     $kctl get pods -n demo -o wide
     echo
     echo "GET http://127.0.0.1:$port/ (pod demo/hello, through its host port):"
-    python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$port/', timeout=5).read().decode(), end='')"
+    fetch "http://127.0.0.1:$port/"
+    wait_until 120 "deployment demo/web to be Ready" web_ready
+    echo
+    $kctl get services -n demo
+    local name=http://web.demo.svc.cluster.local/
+    echo
+    echo "GET $name from pod demo/hello (cluster DNS -> Service web's ClusterIP -> a web pod):"
+    wait_until 30 "Service web to answer pod demo/hello" from_pod "$name"
+    from_pod "$name"
+    local address
+    address=$($kctl get node "$node" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')
+    echo
+    echo "GET http://$address:$nodeport/ from this host (Service web's NodePort, on every host's address):"
+    wait_until 30 "Service web's NodePort to answer" fetch "http://$address:$nodeport/"
+    fetch "http://$address:$nodeport/"
     echo
     echo "The daemon keeps running in the background. Stop it and remove the demo: make stop"
+}
+
+remove_host_network() {  # what the pod network and kube-proxy made on this host (docs/networking.md)
+    if podman network exists kctl 2>/dev/null && ! podman network rm kctl >/dev/null 2>&1; then
+        echo "kept kctl's pod network and nft tables: containers still use them (docs/networking.md)"
+        return
+    fi
+    nft delete table ip kctl 2>/dev/null || true
+    nft delete table ip kctl-net 2>/dev/null || true
+    ip route flush proto 76 2>/dev/null || true
+    echo "removed kctl's pod network, nft tables and routes from this host"
 }
 
 down() {
@@ -74,6 +118,7 @@ down() {
         kill -TERM "$(cat "$pidfile")"
         for _ in $(seq 100); do running || break; sleep 0.2; done
         echo "kctl daemon stopped"
+        remove_host_network
     else
         echo "kctl daemon is not running"
     fi

@@ -20,7 +20,10 @@ NodeAgentSupervisor (kctl.agent.supervisor). An agent:
   pod at once; when the stream comes back after a drop, every pod is queued (a relist);
 - on start, once every informer has listed, removes Podman pods that no Pod bound here
   owns; only then do the workers start;
-- runs the node Heartbeat (kctl.agent.node).
+- runs the node Heartbeat (kctl.agent.node), and the host's pod network
+  (kctl.agent.podnetwork.PodNetwork: the Podman bridge with the Node's podCIDR, routes to
+  the other Nodes, its nft table); new sandboxes join that network once it is made;
+  and the host's kube-proxy (kctl.agent.proxy.sync.Proxier: the Service rules, table `ip kctl`).
 
 Nothing here mutates an object handed out by an informer: every reader gets a copy.
 One pod's failure is logged and retried with back-off; it never stops the agent.
@@ -122,7 +125,8 @@ class NodeAgent:
     def __init__(self, api: API, node_name: str, runtime, *, workers: int = 4, resync: float = 10.0,
                  backoff=None, probes=None, probe_period: float = 1.0, host_ip: str = "",
                  remote: bool = False, heartbeat_interval: float | None = 5.0,
-                 clock: Callable[[], float] = time.time, image_copier=None, container_events: bool = True) -> None:
+                 clock: Callable[[], float] = time.time, image_copier=None, container_events: bool = True,
+                 pod_network: bool = True, kube_proxy: bool = True) -> None:
         self.api = api
         self.image_copier = image_copier  # kctl.agent.images.ImageCopier: images from other hosts
         self.node_name = node_name
@@ -151,6 +155,18 @@ class NodeAgent:
         self.heartbeat = (Heartbeat(api, node_name, runtime, interval=heartbeat_interval, internal_ip=host_ip,
                                     before_ready=self.fence)
                           if heartbeat_interval else None)
+        self.pod_network = None  # kctl.agent.podnetwork.PodNetwork: this host's pod network
+        if pod_network:
+            from kctl.agent.podnetwork import PodNetwork
+
+            self.pod_network = PodNetwork(api, node_name, runtime, host_ip=host_ip,
+                                          paused=lambda: self.heartbeat is not None and self.heartbeat.paused)
+        self.proxier = None  # kctl.agent.proxy.sync.Proxier: this host's Service rules (kube-proxy)
+        if kube_proxy:
+            from kctl.agent.proxy.sync import Proxier
+
+            self.proxier = Proxier(api, node_name, runtime,
+                                   paused=lambda: self.heartbeat is not None and self.heartbeat.paused)
         self.container_events = None  # kctl.agent.runtime_events.RuntimeEventWatcher, when the runtime streams
         if container_events:
             from kctl.agent.runtime_events import RuntimeEventWatcher
@@ -186,6 +202,10 @@ class NodeAgent:
             self._synced.clear()
             self._go.clear()
         self.start_informers()
+        if self.pod_network is not None:
+            self.pod_network.start()
+        if self.proxier is not None:
+            self.proxier.start()
         stop = self._stop
         self._spawn(lambda: self._run_start(stop), f"agent-{self.node_name}-start")
         for i in range(self.workers):
@@ -219,6 +239,10 @@ class NodeAgent:
         self.queue.shutdown(timeout=max(0.0, deadline - time.monotonic()))
         if self.heartbeat is not None:
             self.heartbeat.stop(max(0.0, deadline - time.monotonic()))
+        if self.pod_network is not None:
+            self.pod_network.stop(max(0.0, deadline - time.monotonic()))
+        if self.proxier is not None:
+            self.proxier.stop(max(0.0, deadline - time.monotonic()))
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         alive = [t.name for t in self._threads if t.is_alive()]
@@ -248,9 +272,12 @@ class NodeAgent:
 
             self._probes = ProbeManager()
         copier = {"image_copier": self.image_copier} if self.image_copier is not None else {}
-        return podsync.SyncContext(node_name=self.node_name, host_ip=self.host_ip, lookup=self.lookup,
-                                   backoff=self._backoff, probes=self._probes, now=self.clock,
-                                   remote=self.remote, **copier)
+        context = podsync.SyncContext(node_name=self.node_name, host_ip=self.host_ip, lookup=self.lookup,
+                                      backoff=self._backoff, probes=self._probes, now=self.clock,
+                                      remote=self.remote, **copier)
+        if self.pod_network is not None:
+            context.pod_network = self.pod_network.pod_network  # the network new sandboxes join
+        return context
 
     def lookup(self, kind: str, namespace: str, name: str) -> dict | None:
         """A ConfigMap or Secret from its informer (a copy), None if there is none."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from kctl.agent.env import expand
 from kctl.machinery.quantity import parse_quantity
@@ -39,6 +39,9 @@ from kctl.runtime.interface import (
     PodSandboxSpec,
     PortMapping,
 )
+
+if TYPE_CHECKING:
+    from kctl.agent.poddns import PodDNS
 
 #: the image of the Pod spec a container was made from (kctl's own, beside interface.LABEL_*)
 LABEL_IMAGE = "io.kctl.container.image"
@@ -94,12 +97,15 @@ def pull_policy(container: dict) -> str:
 
 # -- the Podman pod ------------------------------------------------------------------------------
 
-def sandbox_spec(pod: dict) -> PodSandboxSpec:
-    """The Podman pod: hostname, and every container's hostPort published."""
+def sandbox_spec(pod: dict, *, dns: PodDNS | None = None, network: str = "") -> PodSandboxSpec:
+    """The Podman pod: hostname, every container's hostPort published, resolv.conf (dns: kctl.agent.poddns),
+    the Podman network it joins (network: the pod network's, kctl.agent.podnetwork; "" Podman's default)."""
     spec = pod.get("spec") or {}
     hostname = str(spec.get("hostname") or _meta(pod).get("name", ""))[:HOSTNAME_MAX]
     return PodSandboxSpec(name=sandbox_name(pod), labels=pod_labels(pod), hostname=hostname,
-                          port_mappings=host_ports(pod))
+                          port_mappings=host_ports(pod), network=network,
+                          dns_servers=dns.servers if dns else (), dns_searches=dns.searches if dns else (),
+                          dns_options=dns.options if dns else ())
 
 
 def host_ports(pod: dict) -> tuple[PortMapping, ...]:

@@ -9,10 +9,15 @@ then ends as they did). A failed create is retried after a back-off (FailedCreat
 from __future__ import annotations
 
 from kctl.agent.containers import sandbox_spec
+from kctl.agent.poddns import HOST_RESOLV_CONF, PodDNS, pod_dns
 from kctl.agent.syncstate import PodSyncState, managed
+from kctl.client.clusterconfig import KUBE_PROXY_CONFIGMAP, KUBELET_CONFIGMAP, cluster_network_from
+from kctl.client.clusterconfig import NAMESPACE as CLUSTER_CONFIG_NAMESPACE
 from kctl.runtime.interface import LABEL_POD_UID, PodSandbox, RuntimeError_
 
 SANDBOX_KEY = "sandbox:"  # back-off key (uid, SANDBOX_KEY) for pod sandbox creation
+NETWORK_NOT_READY = "network is not ready: the pod network of this node is being set up"
+NETWORK_WAIT_SECONDS = 1.0  # how soon a pod waiting for the pod network looks again
 
 
 def find_sandboxes(s: PodSyncState) -> list[PodSandbox]:
@@ -39,8 +44,13 @@ def ensure_sandbox(s: PodSyncState) -> PodSandbox | None:
         s.all_waiting(("ContainerCreating", s.previous_waiting_message()))
         s.requeue.append(s.ctx.backoff.remaining(key, s.now))
         return None
+    network = s.ctx.pod_network()
+    if network is None:  # the pod network is being set up (kctl.agent.podnetwork): wait, as kubelet's NetworkReady
+        s.all_waiting(("ContainerCreating", NETWORK_NOT_READY))
+        s.requeue.append(NETWORK_WAIT_SECONDS)
+        return None
     try:
-        sandbox = s.runtime.create_pod(sandbox_spec(s.pod))
+        sandbox = s.runtime.create_pod(sandbox_spec(s.pod, dns=_pod_dns(s), network=network))
     except RuntimeError_ as error:
         s.ctx.backoff.record(key, s.now)
         message = f"Failed to create pod sandbox: {error}"
@@ -50,6 +60,16 @@ def ensure_sandbox(s: PodSyncState) -> PodSandbox | None:
         return None
     s.ctx.backoff.clear(key)
     return sandbox
+
+
+def _pod_dns(s: PodSyncState) -> PodDNS:
+    """The pod's resolv.conf (kctl.agent.poddns) from the cluster's DNS settings in the agent's ConfigMap cache."""
+    network = cluster_network_from(s.ctx.lookup("ConfigMap", CLUSTER_CONFIG_NAMESPACE, KUBE_PROXY_CONFIGMAP),
+                                   s.ctx.lookup("ConfigMap", CLUSTER_CONFIG_NAMESPACE, KUBELET_CONFIGMAP))
+    dns = pod_dns(s.pod, network, host=HOST_RESOLV_CONF.get(s.runtime))
+    for warning in dns.warnings:
+        s.event("Warning", "DNSConfigForming", warning)
+    return dns
 
 
 def _has_run(s: PodSyncState, sandbox: PodSandbox) -> bool:

@@ -46,6 +46,9 @@ class SyncContext:
     volume_hashes: dict[tuple[str, str], str] = field(default_factory=dict)
     #: copies a missing image from a host that has it (kctl.agent.images); None: registries only
     image_copier: ImageCopier | None = None
+    #: the Podman network a new sandbox joins (kctl.agent.podnetwork.PodNetwork.pod_network):
+    #: a name, "" for Podman's default, None while the pod network is not ready (sandboxes wait)
+    pod_network: Callable[[], str | None] = lambda: ""
 
 
 @dataclass

@@ -54,6 +54,34 @@ def _usage_error(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
+def _check_cluster_dns(address: str | None, service_cidr: str, domain: str, advertise: list[str]) -> str:
+    """The --cluster-dns address (None: the Service range's 10th, as kubeadm's GetDNSIP); ValueError naming the
+    flag when it, --cluster-domain or an advertised address is not usable."""
+    import ipaddress
+    import re
+
+    network = ipaddress.ip_network(service_cidr, strict=False)
+    if address is None:
+        address = str(network[10])
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        raise ValueError(f"--cluster-dns {address!r} is not an IP address") from None
+    if ip.version != network.version or ip not in network:
+        raise ValueError(f"--cluster-dns {address} is not in --service-cluster-ip-range {service_cidr}")
+    name = domain.rstrip(".").lower()
+    label = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
+    if not name or len(name) > 253 or not re.fullmatch(rf"{label}(\.{label})*", name):
+        raise ValueError(f"--cluster-domain {domain!r} is not a DNS domain name")
+    for given in advertise:
+        try:
+            if ipaddress.ip_address(given).version != 4:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"--cluster-dns-advertise-address {given!r} is not an IPv4 address") from None
+    return address
+
+
 @app.command()
 def daemon(
     store: Annotated[Optional[str], typer.Option(
@@ -100,6 +128,21 @@ def daemon(
     service_node_port_range: Annotated[str, typer.Option(
         "--service-node-port-range", metavar="RANGE",
         help="Ports NodePort and LoadBalancer Services may use, BASE-LAST.")] = "30000-32767",
+    cluster_dns: Annotated[Optional[str], typer.Option(
+        "--cluster-dns", metavar="IP",
+        help="ClusterIP of the kube-system/kube-dns Service, the nameserver of pods' resolv.conf "
+             "(in --service-cluster-ip-range; default: its 10th address, 10.96.0.10, as kubeadm).")] = None,
+    cluster_domain: Annotated[str, typer.Option(
+        "--cluster-domain", metavar="DOMAIN",
+        help="The cluster's DNS domain (pods' search domains).")] = "cluster.local",
+    cluster_dns_port: Annotated[int, typer.Option(
+        "--cluster-dns-port", min=0, max=65535,
+        help="UDP and TCP port the leading daemon serves cluster DNS on, on all addresses (0: any free port); "
+             "kube-dns's EndpointSlice points there.")] = 10053,
+    cluster_dns_advertise_address: Annotated[Optional[list[str]], typer.Option(
+        "--cluster-dns-advertise-address", metavar="IP",
+        help="Address of this host the Nodes reach its DNS at, for kube-dns's EndpointSlice (repeatable; "
+             "default: the source address of the route to each Node).")] = None,
     controllers: Annotated[str, typer.Option(
         "--controllers", metavar="LIST",
         help="Controllers to run, comma-separated: '*' all, 'name' enables one, '-name' disables one "
@@ -146,6 +189,8 @@ def daemon(
         check_cluster_cidr(cluster_cidr, node_cidr_mask_size)
         parse_service_cidr(service_cluster_ip_range)
         parse_port_range(service_node_port_range)
+        cluster_dns = _check_cluster_dns(cluster_dns, service_cluster_ip_range, cluster_domain,
+                                         cluster_dns_advertise_address or [])
     except ValueError as exc:
         raise _usage_error(str(exc)) from None
     if image_source and not image_source.startswith(("unix://", "ssh://")):
@@ -168,7 +213,9 @@ def daemon(
         control_plane=not no_controllers,
         controllers=chosen, agents=agents, node_mode=node_mode, cluster_cidr=cluster_cidr,
         node_cidr_mask_size=node_cidr_mask_size, service_cluster_ip_range=service_cluster_ip_range,
-        service_node_port_range=service_node_port_range)
+        service_node_port_range=service_node_port_range, cluster_dns=cluster_dns,
+        cluster_domain=cluster_domain.rstrip(".").lower(), cluster_dns_port=cluster_dns_port,
+        cluster_dns_advertise_addresses=tuple(cluster_dns_advertise_address or ()))
     configure_logging(log_level.value)
     api = connect.api()
     if not node_mode:  # as kube-apiserver at start: the Service ranges into the store, the node-port bitmap repaired

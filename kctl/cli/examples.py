@@ -242,6 +242,16 @@ kctl expose deployment web --port 80 --target-port 8080
 # A NodePort Service for one pod, printed and not created
 kctl expose pod web-1 --port 80 --type NodePort --dry-run=client -o yaml
 """,
+    "port-forward": """
+# Listen on 8080 here, forward to port 80 of pod web-1
+kctl port-forward pod/web-1 8080:80
+
+# Any free local port to the pod behind the web Service's port 80 (its targetPort)
+kctl port-forward svc/web :80
+
+# Listen on every address, forward 5000 and 6000 to a pod of the web Deployment
+kctl port-forward --address 0.0.0.0 deploy/web 5000 6000
+""",
     "scale": """
 # Scale a deployment to 3 replicas
 kctl scale deployment web --replicas 3

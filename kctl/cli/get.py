@@ -3,10 +3,11 @@
 `get -w` lists, then prints each change from the API watch; when the change log was
 compacted past it (or the store restored) it re-lists and prints what changed in between,
 deletes included, so a watch never has a silent gap. The path of `kctl get` is kept
-light: no YAML, JSON Schema or sqlite-utils import unless the chosen output needs it.
+light: no YAML, JSON Schema or sqlite-utils import unless the chosen output needs it. The
+annotations are evaluated once, when the module loads (no `from __future__ import annotations`):
+Typer reads the commands' parameters from them, and strings would be evaluated again on each of
+its four reads (a millisecond or two of every `kctl get`).
 """
-
-from __future__ import annotations
 
 import sys
 from typing import TYPE_CHECKING, Annotated, Optional
@@ -96,7 +97,7 @@ def _expand_all(args: list[str]) -> list[str]:
     return [",".join(kinds), *args[1:]]
 
 
-def _crd_columns(rt: ResourceType) -> tuple[PrinterColumn, ...] | None:
+def _crd_columns(rt: "ResourceType") -> "tuple[PrinterColumn, ...] | None":
     """A custom kind's printer columns, from its CustomResourceDefinition (None for built-ins)."""
     if not rt.is_custom:
         return None
@@ -232,7 +233,7 @@ def _changes_between(shown: dict, objs: list[dict]) -> list[tuple[str, dict]]:
     return events
 
 
-def _watch(rt: ResourceType, names: list[str], objs: list[dict], rev: int, fmt: OutputFormat, *, since: int | None,
+def _watch(rt: "ResourceType", names: list[str], objs: list[dict], rev: int, fmt: "OutputFormat", *, since: int | None,
            print_list: bool, events: bool, namespace: Optional[str], all_namespaces: bool, selector: Optional[str],
            field_selector: Optional[str], show_labels: bool, label_columns: list[str], no_headers: bool) -> None:
     """Print the list (unless --watch-only), then every change, never with a silent gap.
@@ -242,9 +243,14 @@ def _watch(rt: ResourceType, names: list[str], objs: list[dict], rev: int, fmt: 
     objects included, then goes on from the new list's revision. With --resource-version
     the caller asked for an exact point: if that is compacted away, it is an error.
     """
+    import gc
+
     from kctl.machinery.errors import Gone
     from kctl.output.printers import WatchPrinter
 
+    if not gc.isenabled():  # kctl.cli.main paused collection for a `get`; a watch runs for long: collect its
+        gc.freeze()  # garbage cycles, never scanning again what start-up and the list made
+        gc.enable()
     server = connect.api()
     labels, fields = _selectors(rt, selector, field_selector)
     ns = None if all_namespaces else connect.namespace_arg(namespace)

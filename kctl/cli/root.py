@@ -7,10 +7,9 @@ The root callback puts the global options on Click's `ctx.obj` as a frozen
 `kctl.cli.connect.CLIContext`; `command` gives every command its Examples (kctl.cli.examples)
 and completers (kctl.cli.completion). Called by kctl.cli.main (the entry point, which imports
 this module, and so Click and Typer, only for a line it does not answer without them) and by
-tests that invoke `app` itself.
+tests that invoke `app` itself. Its annotations, as kctl.cli.get's, are evaluated once when it loads
+(no `from __future__ import annotations`): Typer would evaluate strings again on each read.
 """
-
-from __future__ import annotations
 
 from typing import Annotated, Optional
 
@@ -57,6 +56,7 @@ COMMANDS: dict[str, str] = {
     "delete": "kctl.cli.modify", "patch": "kctl.cli.modify", "label": "kctl.cli.modify",
     "annotate": "kctl.cli.modify", "edit": "kctl.cli.modify",
     "expose": "kctl.cli.expose",
+    "port-forward": "kctl.cli.portforward",
     "explain": "kctl.cli.reference", "api-resources": "kctl.cli.reference", "version": "kctl.cli.reference",
     "completion": "kctl.cli.reference",
     "node": "kctl.cli.node",

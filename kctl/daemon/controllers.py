@@ -121,6 +121,12 @@ def _node_ipam(settings: DaemonSettings) -> Controller:
     return NodeIPAMController(cluster_cidr=settings.cluster_cidr, node_cidr_mask_size=settings.node_cidr_mask_size)
 
 
+def _servicelb(settings: DaemonSettings) -> Controller:
+    from kctl.controllers.servicelb import ServiceLBController
+
+    return ServiceLBController()
+
+
 def _git_source(settings: DaemonSettings) -> Controller:
     from kctl.sync.controller import GitSourceController
 
@@ -144,6 +150,7 @@ CONTROLLERS: Mapping[str, ControllerFactory] = MappingProxyType({
     "node-ipam-controller": _node_ipam,
     "endpointslice": _endpointslice,
     "endpoint": _endpoints,
+    "servicelb": _servicelb,
     "gitsource": _git_source,
 })
 

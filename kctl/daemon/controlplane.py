@@ -1,11 +1,12 @@
-"""The control plane of one `kctl daemon`: the controller manager and the scheduler.
+"""The control plane of one `kctl daemon`: the controller manager, the scheduler and cluster DNS.
 
 kctl.daemon.server starts one ControlPlane beside the node agents. The controller manager
 (kctl.controllers.manager) runs the controllers the settings name (`--controllers`, made
 from kctl.daemon.controllers' table) while this daemon holds the leader Lease; the
 scheduler (kctl.scheduler.scheduler) follows the same leadership: a new Scheduler is
 started each time this daemon starts leading and stopped when it stops, so two daemons
-on one store never both bind pods.
+on one store never both bind pods. Cluster DNS (kctl.daemon.clusterdns) follows it too: the
+leading daemon serves it and points the kube-dns Service's EndpointSlice at itself.
 
 Its leader identity is stable for this host and store (kctl.client.leader.
 IdentityLock, held from construction until stop()): a daemon restarted after a crash
@@ -27,6 +28,7 @@ from kctl.daemon.settings import DaemonSettings
 
 if TYPE_CHECKING:
     from kctl.apiserver.contract import API
+    from kctl.daemon.clusterdns import ClusterDNSRunner
 
 log = logging.getLogger("kctl.controlplane")
 
@@ -47,12 +49,19 @@ class ControlPlane:
                                          leader_election=leader_election, identity=identity)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.dns: ClusterDNSRunner | None = None  # serving while this daemon leads
+        if settings.cluster_dns_port is not None:
+            from kctl.daemon.clusterdns import ClusterDNSRunner
+
+            self.dns = ClusterDNSRunner(api, settings, self.manager)
 
     def start(self) -> None:
         """Start leader election and the scheduler's follower thread; returns at once."""
         self.manager.start(self._stop)
         self._thread = threading.Thread(target=self._follow, name="kctl-scheduler-term", daemon=True)
         self._thread.start()
+        if self.dns is not None:
+            self.dns.start(self._stop)
 
     @property
     def identity(self) -> str:
@@ -64,6 +73,8 @@ class ControlPlane:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10)
+        if self.dns is not None:
+            self.dns.join(10)
         self.manager.stop()
         if self._identity_lock is not None:
             self._identity_lock.release()

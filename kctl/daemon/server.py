@@ -9,7 +9,9 @@ a ControlPlane (kctl.daemon.controlplane) runs the chosen controllers and the sc
 while this daemon holds the leader Lease.
 
 `run` returns when `stop` is set, or, without one, on SIGINT/SIGTERM (a second signal
-exits at once). Stopping ends the scheduler and controllers first (their pending Events
+exits at once). Unless in node mode it first records the cluster's network settings
+(--cluster-cidr, --cluster-dns, --cluster-domain) in kube-system's ConfigMaps
+(kctl.client.clusterconfig). Stopping ends the scheduler and controllers first (their pending Events
 recorded, the Lease released so the next daemon leads at once), then the agents, then
 the Podman services this daemon started; every container is left running for the next
 daemon to adopt.
@@ -53,6 +55,8 @@ def run(settings: DaemonSettings, *, api: API, stop: threading.Event | None = No
     plane = None
     copier = None
     try:
+        if not node_mode:  # as kubeadm: the cluster's network settings where every agent reads them
+            _record_cluster_network(api, settings)
         if node_mode or (settings.agents and not api.list(api.resource("nodes"))[0]):
             try:
                 url = choose_local_url(settings.podman_url, services)
@@ -87,6 +91,19 @@ def run(settings: DaemonSettings, *, api: API, stop: threading.Event | None = No
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     log.info("daemon stopped; containers left running")
+
+
+def _record_cluster_network(api: API, settings: DaemonSettings) -> None:
+    """Write --cluster-cidr, --cluster-dns and --cluster-domain into kube-system's ConfigMaps (clusterconfig)."""
+    from kctl.client.clusterconfig import ClusterNetwork, write_cluster_network
+    from kctl.machinery.errors import APIError
+
+    network = ClusterNetwork(cluster_cidr=settings.cluster_cidr, cluster_dns=(settings.cluster_dns,),
+                             cluster_domain=settings.cluster_domain)
+    try:
+        write_cluster_network(api, network)
+    except APIError as exc:  # agents then go on with what is stored (or the defaults)
+        log.warning("cannot record the cluster network settings in %s: %s", "kube-system", exc)
 
 
 def install_signal_handlers(stop: threading.Event) -> dict[int, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from kctl.apiserver.services.ranges import (DEFAULT_CLUSTER_CIDR, DEFAULT_NODE_CIDR_MASK_SIZE,
                                             DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR)
+from kctl.client.clusterconfig import DEFAULT_CLUSTER_DNS, DEFAULT_CLUSTER_DOMAIN
 from kctl.daemon.controllers import CONTROLLER_NAMES
 
 
@@ -52,6 +53,13 @@ class DaemonSettings:
     #: the store at start (kctl.apiserver.services.config), where every API server allocates from
     service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
     service_node_port_range: str = DEFAULT_NODE_PORT_RANGE
+    #: cluster DNS (kctl.daemon.clusterdns): the kube-dns Service's ClusterIP (--cluster-dns), the domain
+    #: (--cluster-domain), the port the leading daemon serves on (--cluster-dns-port; 0: any free one, None:
+    #: no DNS served) and the address(es) the kube-dns EndpointSlice names (empty: found from the routes)
+    cluster_dns: str = DEFAULT_CLUSTER_DNS
+    cluster_domain: str = DEFAULT_CLUSTER_DOMAIN
+    cluster_dns_port: int | None = 10053
+    cluster_dns_advertise_addresses: tuple[str, ...] = ()
     #: run the controller manager and the scheduler (while this daemon holds the leader Lease)
     control_plane: bool = True
     #: the controllers the controller manager runs (`--controllers`), in the table's order

@@ -5,8 +5,9 @@ zone (authoritative, with the zone's SOA in the authority section of a negative 
 resolvers cache NXDOMAIN as briefly as the records) and forwards other questions to the
 host's resolvers (`upstreams`, by default the nameservers of /etc/resolv.conf), over the
 protocol the question came in on; SERVFAIL when no upstream answers. Built on dnslib's
-socketserver-based DNSServer, one thread per request. `kctl daemon` is to run one over
-its shared informers of Services and EndpointSlices (not wired yet: docs/networking.md).
+socketserver-based DNSServer, one thread per request. `allow` (a source address -> bool)
+keeps it from being an open resolver: a question from any other source gets REFUSED.
+kctl.daemon.clusterdns runs one over the daemon's shared informers (docs/networking.md).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from typing import Iterable
+from typing import Callable, Iterable
 
 from kctl.dns.records import TTL, ClusterView, answer, in_zone
 
@@ -45,8 +46,10 @@ class ClusterResolver:
     """dnslib's resolver interface: `resolve(request, handler) -> reply`."""
 
     def __init__(self, view: ClusterView, *, zone: str = DEFAULT_ZONE,
-                 upstreams: Iterable[tuple[str, int]] = (), timeout: float = UPSTREAM_TIMEOUT) -> None:
+                 upstreams: Iterable[tuple[str, int]] = (), timeout: float = UPSTREAM_TIMEOUT,
+                 allow: Callable[[str], bool] | None = None) -> None:
         self.view = view
+        self.allow = allow
         self.zone = zone.rstrip(".").lower()
         self.upstreams = list(upstreams)
         self.timeout = timeout
@@ -56,6 +59,11 @@ class ClusterResolver:
 
         question = request.q
         qname = str(question.qname)
+        if self.allow is not None and not self._allowed(handler):
+            reply = request.reply()
+            reply.header.aa = 0
+            reply.header.rcode = RCODE.REFUSED
+            return reply
         if in_zone(qname, self.zone):
             reply = request.reply()
             try:
@@ -71,6 +79,15 @@ class ClusterResolver:
                 reply.add_auth(self._soa())
             return reply
         return self._forward(request, tcp=getattr(handler, "protocol", "udp") == "tcp")
+
+    def _allowed(self, handler) -> bool:
+        address = getattr(handler, "client_address", None)
+        source = str(address[0]) if address else ""
+        try:
+            return bool(self.allow(source))  # type: ignore[misc]
+        except Exception:  # a broken policy refuses rather than serves
+            log.exception("cluster DNS: source check of %s failed", source)
+            return False
 
     def _forward(self, request, *, tcp: bool):
         from dnslib import RCODE, DNSRecord
@@ -126,18 +143,70 @@ class _QuietLogger:
         log.debug("cluster DNS: bad request from %s: %s", handler.client_address, exc)
 
 
+#: Linux's IP_PKTINFO (socket.IP_PKTINFO where Python defines it)
+_IP_PKTINFO = getattr(socket, "IP_PKTINFO", 8)
+
+
+class _ReplyFrom:
+    """The UDP socket as a handler sees it, replying from the address the question was sent to.
+
+    A server bound to 0.0.0.0 otherwise replies from the address the route to the client picks:
+    a pod on this host's bridge asks 10.96.0.10, kube-proxy's DNAT sends it to this host's
+    advertised address, and a reply from the bridge's own address is not one conntrack can
+    map back, so the pod never sees it. Sending with IP_PKTINFO set to the question's
+    destination address keeps the reply on the connection (as unbound's interface-automatic).
+    """
+
+    def __init__(self, sock: socket.socket, destination: bytes | None) -> None:
+        self._sock, self._destination = sock, destination
+
+    def sendto(self, data: bytes, address) -> int:
+        if self._destination is None:
+            return self._sock.sendto(data, address)
+        import struct
+
+        info = struct.pack("I4s4s", 0, self._destination, b"\0\0\0\0")
+        return self._sock.sendmsg([data], [(socket.IPPROTO_IP, _IP_PKTINFO, info)], 0, address)
+
+
+def _udp_server_class():
+    """dnslib's UDP server, receiving each question with its destination address (IPv4, IP_PKTINFO)."""
+    import struct
+
+    from dnslib.server import UDPServer
+
+    class PktinfoUDPServer(UDPServer):
+        def server_bind(self) -> None:
+            if self.address_family == socket.AF_INET:
+                self.socket.setsockopt(socket.IPPROTO_IP, _IP_PKTINFO, 1)
+            super().server_bind()
+
+        def get_request(self):
+            if self.address_family != socket.AF_INET:
+                return super().get_request()
+            data, ancillary, _flags, client = self.socket.recvmsg(self.max_packet_size, socket.CMSG_SPACE(12))
+            destination = None
+            for level, kind, value in ancillary:
+                if level == socket.IPPROTO_IP and kind == _IP_PKTINFO and len(value) >= 12:
+                    destination = struct.unpack("I4s4s", value[:12])[2]
+            return (data, _ReplyFrom(self.socket, destination)), client
+
+    return PktinfoUDPServer
+
+
 class ClusterDNS:
     """A UDP and a TCP server on one address and port, answering through a ClusterResolver."""
 
     def __init__(self, view: ClusterView, *, address: str = "127.0.0.1", port: int = 53,
-                 zone: str = DEFAULT_ZONE, upstreams: Iterable[tuple[str, int]] | None = None) -> None:
+                 zone: str = DEFAULT_ZONE, upstreams: Iterable[tuple[str, int]] | None = None,
+                 allow: Callable[[str], bool] | None = None) -> None:
         from dnslib.server import DNSServer
 
         own = {(address, port)}
         chosen = host_nameservers() if upstreams is None else list(upstreams)
-        self.resolver = ClusterResolver(view, zone=zone, upstreams=[u for u in chosen if u not in own])
+        self.resolver = ClusterResolver(view, zone=zone, upstreams=[u for u in chosen if u not in own], allow=allow)
         logger = _QuietLogger()
-        self._udp = DNSServer(self.resolver, address=address, port=port, logger=logger)
+        self._udp = DNSServer(self.resolver, address=address, port=port, logger=logger, server=_udp_server_class())
         # port 0: the TCP server takes the port the UDP one was given
         self.port = self._udp.server.server_address[1]
         self.address = address

@@ -105,6 +105,10 @@ def _name_line(obj: dict, rt: ResourceType | None) -> str:
 def _render_data(data: dict, fmt: OutputFormat, *, event: str | None = None) -> str:
     """yaml/json/jsonpath/go-template text of one object or List, keys sorted; with `event`, of
     the watch event `{"type": event, "object": data}` (JSON keeps metav1.WatchEvent's field order)."""
+    if fmt.kind == "json" and event is None:
+        text = _fast_json(data)
+        if text is not None:
+            return text
     from kctl.output.keyorder import sorted_keys
 
     data = sorted_keys(data)
@@ -123,6 +127,29 @@ def _render_data(data: dict, fmt: OutputFormat, *, event: str | None = None) -> 
     from kctl.manifests import writer
     text = writer.dump_yaml(data) if fmt.kind == "yaml" else writer.dump_json(data)
     return text if text.endswith("\n") else text + "\n"
+
+
+#: number tokens orjson writes otherwise than json (floats below 1e-4: `1e-7` for `1e-07`, `0.00001` for `1e-05`),
+#: as they end a line of its indented output (a JSON string cannot end one)
+_ORJSON_OWN_NUMBERS = (r"e-[0-9]+,?\n", r"0\.0000[0-9]*,?\n")
+
+
+def _fast_json(data: dict) -> str | None:
+    """`data` as -o json prints it (keys sorted, indented by 4: kctl.manifests.writer.dump_json after
+    sorted_keys), written by orjson: sorted and indented by 2 in C, then each line's indent doubled,
+    a quarter of the time for 1,000 objects. None where orjson would write other text than json: the
+    caller writes it the slow way (integers beyond 64 bits, floats below 1e-4)."""
+    import re
+
+    import orjson
+
+    try:
+        text = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n"
+    except TypeError:  # orjson.JSONEncodeError: an integer beyond 64 bits
+        return None
+    if any(re.search(pattern, text) for pattern in _ORJSON_OWN_NUMBERS):
+        return None
+    return "\n".join([line[:len(line) - len(line.lstrip(" "))] + line for line in text.split("\n")])
 
 
 def _go_quoted(text: str) -> str:

@@ -248,9 +248,9 @@ def _service_row(obj: dict, wide: bool, now: datetime) -> list[str]:
     if svc_type in ("ClusterIP", "NodePort"):
         external_cell = ",".join(external) or "<none>"
     elif svc_type == "LoadBalancer":
-        ingress = [i.get("ip") or i.get("hostname") or ""
-                   for i in (status.get("loadBalancer") or {}).get("ingress") or ()]
-        lb = ",".join(i for i in ingress if i)
+        ingress = {i.get("ip") or i.get("hostname") or ""
+                   for i in (status.get("loadBalancer") or {}).get("ingress") or () if isinstance(i, dict)}
+        lb = ",".join(sorted(i for i in ingress if i))  # kubectl's sets.String: sorted, each once
         if not wide and len(lb) > 16:
             lb = lb[:13] + "..."
         parts = (lb.split(",") if lb else []) + external

@@ -66,6 +66,10 @@ class PodSandboxSpec:
     labels: dict[str, str]
     hostname: str = ""
     port_mappings: tuple[PortMapping, ...] = ()
+    network: str = ""                        # the Podman network to join ("": Podman's default)
+    dns_servers: tuple[str, ...] = ()        # resolv.conf of the pod (kubelet's dnsPolicy); () = the host's
+    dns_searches: tuple[str, ...] = ()
+    dns_options: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -219,6 +223,17 @@ class Runtime(Protocol):
              timeout: float | None = None) -> ExecResult: ...
     def logs(self, container_id: str, *, follow: bool = False, tail: int | None = None,
              since: float | None = None, timestamps: bool = False) -> Iterator[bytes]: ...
+
+    # the host itself (the network plugin and kube-proxy: kctl.agent.podnetwork, kctl.agent.proxy)
+    def run_on_host(self, argv: list[str], *, stdin: bytes | None = None, timeout: float = 30.0) -> ExecResult:
+        """Run argv on the runtime's host (locally, or over the runtime's SSH with its identity and
+        known_hosts); no shell of kctl's between. RuntimeError_ when the host cannot be reached."""
+        ...
+    def ensure_network(self, name: str, *, subnet: str, gateway: str, labels: dict[str, str]) -> None:
+        """Make the bridge network `name` with that subnet, unless one with that subnet exists."""
+        ...
+    def network_subnet(self, name: str) -> str | None: ...  # its subnet, None when there is no such network
+    def remove_network(self, name: str) -> None: ...        # a missing one is fine
 
     # events (the node agent's evented PLEG: kctl.agent.events)
     def container_events(self, labels: dict[str, str], *, events: tuple[str, ...] = ()) -> EventStream:

@@ -37,6 +37,13 @@ As with Podman, `write_files` into a read-only mount of a *running* container fa
 (Podman copies inside the running container's mount namespace); into a created or
 exited container it writes to the volume itself.
 
+The host itself (the network plugin's and kube-proxy's commands): `run_on_host` records
+each argv with its stdin (`host_commands`) and returns what `set_host_result` chose (the
+last matching rule; exit 0 with no output by default), or raises RuntimeError_ while
+`host_error` is set (the host cannot be reached). Networks live in `networks` (name ->
+subnet); a pod whose spec names one gets its address from that subnet; removing a network
+a running pod uses fails, as Podman's does.
+
 `container_events` streams what Podman's event stream would: "start", "oom" then "died"
 (with the exit code) when a container stops for any reason (a crash, a stop, its pod
 removed), "remove". A planned exit (`sleep S`) happens when a call looks at the
@@ -49,6 +56,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import ipaddress
 import itertools
 import posixpath
 import queue
@@ -242,6 +250,11 @@ class MemoryRuntime:
         self.exec_hook: ExecHook | None = None
         self.events_error: str | None = None         # container_events fails with this while set
         self.host_files: dict[str, tuple[bytes, int]] = {}  # written through host-path mounts
+        self.networks: dict[str, str] = {}                  # Podman networks: name -> subnet
+        self.network_labels: dict[str, dict[str, str]] = {}
+        self.host_commands: list[tuple[list[str], bytes | None]] = []  # run_on_host: (argv, stdin), in order
+        self.host_error: str | None = None                  # run_on_host fails with this while set
+        self._host_rules: list[tuple[tuple[str, ...], ExecResult]] = []
         self._exec_rules: list[_ExecRule] = []
         self._pods: dict[str, _Pod] = {}
         self._containers: dict[str, _Container] = {}
@@ -272,6 +285,16 @@ class MemoryRuntime:
         with self._lock:
             self._exec_rules.append(_ExecRule(result=result, container=container,
                                               argv=tuple(argv) if argv is not None else None, duration=duration))
+
+    def set_host_result(self, result: ExecResult | int, *, argv: Sequence[str] = ()) -> None:
+        """What run_on_host returns from now on for commands starting with `argv` (all when empty).
+
+        Later rules win over earlier ones.
+        """
+        if isinstance(result, int):
+            result = ExecResult(exit_code=result, stdout=b"", stderr=b"")
+        with self._lock:
+            self._host_rules.append((tuple(argv), result))
 
     def stop_sandbox(self, pod_id: str) -> None:
         """The pod's infra container dies (a host reboot): the pod and its containers stop."""
@@ -357,8 +380,14 @@ class MemoryRuntime:
                     raise RuntimeError_(f"start pod {spec.name}: cannot listen on the {port.protocol} port "
                                         f"{port.host_port}: address already in use")
             number = next(self._ids)
-            pod = _Pod(id=_digest(f"pod-{number}"), spec=spec, labels={LABEL_MANAGED: "true", **spec.labels},
-                       ip=f"10.88.{number // 250}.{number % 250 + 2}")
+            ip = f"10.88.{number // 250}.{number % 250 + 2}"
+            if spec.network:
+                if spec.network not in self.networks:
+                    raise RuntimeError_(f"create pod {spec.name}: unable to find network with name or ID "
+                                        f"{spec.network}: network not found")
+                subnet = ipaddress.ip_network(self.networks[spec.network])
+                ip = str(subnet.network_address + 1 + number % (subnet.num_addresses - 3) + 1)
+            pod = _Pod(id=_digest(f"pod-{number}"), spec=spec, labels={LABEL_MANAGED: "true", **spec.labels}, ip=ip)
             self._pods[pod.id] = pod
             return self._sandbox(pod)
 
@@ -372,6 +401,41 @@ class MemoryRuntime:
                     self._exit(container, EXIT_SIGKILL)
                 del self._containers[container.id]
                 self._publish(container, "remove")
+
+    # -- the host -------------------------------------------------------------------------
+
+    def run_on_host(self, argv: list[str], *, stdin: bytes | None = None, timeout: float = 30.0) -> ExecResult:
+        self._record("run_on_host", list(argv))
+        with self._lock:
+            self.host_commands.append((list(argv), stdin))
+            if self.host_error is not None:
+                raise RuntimeError_(f"{argv[0] if argv else '?'} on the host: {self.host_error}")
+            for prefix, result in reversed(self._host_rules):
+                if tuple(argv[:len(prefix)]) == prefix:
+                    return result
+        return ExecResult(exit_code=0, stdout=b"", stderr=b"")
+
+    def ensure_network(self, name: str, *, subnet: str, gateway: str, labels: dict[str, str]) -> None:
+        self._record("ensure_network", name, subnet)
+        with self._lock:
+            current = self.networks.get(name)
+            if current is not None and current != subnet:
+                raise RuntimeError_(f"network {name} exists with subnet {current}, not {subnet}")
+            self.networks[name] = subnet
+            self.network_labels[name] = {LABEL_MANAGED: "true", **labels}
+
+    def network_subnet(self, name: str) -> str | None:
+        with self._lock:
+            return self.networks.get(name)
+
+    def remove_network(self, name: str) -> None:
+        self._record("remove_network", name)
+        with self._lock:
+            users = [pod.spec.name for pod in self._pods.values() if pod.spec.network == name and pod.running]
+            if users:
+                raise RuntimeError_(f"remove network {name}: network is being used by {users[0]}")
+            self.networks.pop(name, None)
+            self.network_labels.pop(name, None)
 
     # -- containers -----------------------------------------------------------------------
 

@@ -31,7 +31,9 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
+
+from orjson import loads as _fast_loads
 
 from kctl.machinery.errors import APIError, Gone
 
@@ -59,7 +61,23 @@ LOCK_RETRY_SECONDS = 120.0
 ENCRYPTED_KINDS = frozenset({"Secret"})
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-_loads = json.loads
+
+
+#: stored texts up to this size are decoded by orjson; larger ones by json, which needs no working copy of the text
+FAST_DECODE_LIMIT = 64 << 10
+
+
+def _loads(text: str | bytes) -> Any:
+    """A stored object decoded: by orjson (a third of json's time: a `kctl get` of 1,000 objects decodes
+    them all), else by json: for a large object (orjson's working memory is a multiple of the text, and
+    a catching-up watcher's peak memory is bounded) and where orjson refuses what json wrote (integers
+    beyond 64 bits, NaN, lone surrogates), so every stored text reads back as json would read it."""
+    if len(text) <= FAST_DECODE_LIMIT:
+        try:
+            return _fast_loads(text)
+        except ValueError:  # orjson.JSONDecodeError
+            pass
+    return json.loads(text)
 
 
 def default_path() -> Path:

@@ -22,7 +22,12 @@ What a bed owns, named from a small id (1-254) chosen from its folder, kept in i
     bridge          kb<id>, 10.77.<id>.1/24: this machine's side (the control host)
     host hN         netns kctl-<id>-hN, veth kv<id>hN (its peer is eth0 inside),
                     10.77.<id>.(10+N); sshd and `podman system service` run inside it,
-                    tracked by PID; storage and run folders under hN/
+                    tracked by PID; storage, run and Podman network definitions
+                    (`--network-config-dir hN/networks`) under hN/
+
+What kctl's pod network makes on a host (the `kctl` bridge network, routes of proto 76,
+the nft table `ip kctl-net`, sysctls) lives in the host's namespace and folder, so `down`
+removes it with them: nothing of it is left on this machine.
 
 Two beds (CI's e2e tests and a developer's) get different ids, so different names and
 subnets. Needs root, ip (iproute2), nsenter (util-linux), sshd, podman (`make system`).
@@ -290,9 +295,15 @@ class Host:
     def host_key(self) -> str:
         return f"{self.folder}/ssh_host_ed25519_key"
 
+    @property
+    def network_config_dir(self) -> str:
+        """The host's own Podman network definitions (a real host's /etc/containers/networks)."""
+        return f"{self.folder}/networks"
+
     def podman_args(self) -> list[str]:
-        """Podman's global options naming this host's storage."""
-        return ["--root", f"{self.folder}/storage", "--runroot", f"{self.folder}/run"]
+        """Podman's global options naming this host's storage and network definitions."""
+        return ["--root", f"{self.folder}/storage", "--runroot", f"{self.folder}/run",
+                "--network-config-dir", self.network_config_dir]
 
     def nsenter(self) -> list[str]:
         """The prefix running a command in the host's network namespace (not `ip netns exec`: runc needs /sys)."""
@@ -510,6 +521,10 @@ class TestBed:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(host.socket)
         argv = service_command(host.socket, root=f"{host.folder}/storage", runroot=f"{host.folder}/run")
+        # its own network definitions: rootful ones live in /etc/containers/networks, which every
+        # namespace "host" of this machine would share (the pod network's `kctl` network is per host)
+        Path(host.network_config_dir).mkdir(mode=0o700, exist_ok=True)
+        argv[1:1] = ["--network-config-dir", host.network_config_dir]
         pid = _spawn([*host.nsenter(), *argv], log=f"{host.folder}/podman.log", cwd=host.folder, env=podman_env())
         with self._lock:
             host.podman_pid = pid
@@ -636,8 +651,13 @@ class TestBed:
         lines.append(f"  for h in {' '.join(h.name for h in self.hosts)}; do {kctl} node trust $h --yes; done"
                      f"   # the keys in {_display(self.known_hosts)}")
         lines.append(f"  {kctl} daemon --node-monitor-grace-period 10 --default-toleration-seconds 5 &")
-        lines.append(f"  {kctl} apply -f examples/web/ && {kctl} scale deployment web -n demo --replicas 6")
-        lines.append(f"  {kctl} get pods -A -o wide -w          # the pods spread over the hosts")
+        lines.append(f"  {kctl} apply -f examples/web/ && {kctl} scale deployment web -n demo --replicas 3")
+        lines.append(f"  {kctl} get pods -n demo -o wide -w     # web's 3 replicas spread over the hosts")
+        lines.append("Service demo/web is a NodePort (30080): one port on any host's address reaches every replica,")
+        lines.append("wherever it runs (kube-proxy rules on each host, routes between the hosts' pod networks):")
+        addresses = " ".join(h.address for h in self.hosts)
+        lines.append(f"  for ip in {addresses}; do curl -s http://$ip:30080/; done")
+        lines.append(f"  {kctl} get endpointslices -n demo      # the replicas' pod IPs behind it")
         where = "" if self.folder == DEFAULT_FOLDER else f" --dir {self.folder}"
         bed = f"{_display(sys.executable)} -m kctl.testing.testbed"
         lines.append(f"  {bed} cut h1{where}    # h1 NotReady, then its pods move; `heal h1` brings it back")

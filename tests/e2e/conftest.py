@@ -132,6 +132,10 @@ class Cluster:
         applied = self.kctl("apply", "-f", "-", input="\n---\n".join(json.dumps(o) for o in objects).encode())
         assert applied.returncode == 0, applied.stderr.decode()
 
+    def exec(self, pod: str, namespace: str, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        """`kctl exec POD -n NAMESPACE -- ARGV...` (bytes out), e.g. a client's requests from inside a pod."""
+        return self.kctl("exec", pod, "-n", namespace, "--", *argv, timeout=timeout)
+
     def delete_namespace(self, namespace: str) -> None:
         """Delete a test's namespace and wait until it (its pods and their containers) is gone."""
         deleted = self.kctl("delete", "namespace", namespace, "--ignore-not-found", "--wait", "--timeout", "120",

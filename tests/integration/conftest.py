@@ -6,6 +6,13 @@ builds localhost/busybox:demo into it with tools/build-demo-image.sh. Its teardo
 every pod, container and volume, stops the service by its PID, unmounts what Podman left
 mounted under the folder and deletes it, whatever the tests did.
 
+The service has its own Podman network definitions (`network_config_dir` in its
+containers.conf, the folder's networks/), so the `kctl` pod network a daemon makes there
+(kctl.agent.podnetwork) is the session's own. A daemon run against this service treats this
+machine as its node's host: the teardown also removes what the pod network made here
+(`remove_pod_network_leftovers`: the `kctl` network, the nft table `ip kctl-net`, routes of
+proto 76).
+
 `runtime` is a PodmanRuntime on that service; after each test it removes every pod,
 container and volume labelled io.kctl.managed=true, so tests do not leak into each other.
 
@@ -81,7 +88,9 @@ def podman_service() -> Iterator[PodmanTestService]:
 
 def _settings(folder: str) -> PodmanTestService:
     conf = os.path.join(folder, "containers.conf")
-    Path(conf).write_text(containers_conf_text())
+    networks = os.path.join(folder, "networks")
+    os.makedirs(networks, mode=0o700, exist_ok=True)
+    Path(conf).write_text(containers_conf_text() + f'\n[network]\nnetwork_config_dir = "{networks}"\n')
     socket = os.path.join(folder, "podman.sock")
     return PodmanTestService(url=f"unix://{socket}", socket=socket, root=os.path.join(folder, "storage"),
                              runroot=os.path.join(folder, "run"), folder=folder, conf=conf)
@@ -130,10 +139,25 @@ def _tear_down(folder: str, service: LocalPodmanService | None) -> None:
         with contextlib.closing(PodmanRuntime(service.url)) as runtime:
             _warn_about_leftovers(runtime)
             remove_everything(runtime, labels={})
+            remove_pod_network_leftovers(runtime)
         service.stop()
     kill_processes_naming(folder)
     unmount_under(folder)
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def remove_pod_network_leftovers(runtime: PodmanRuntime) -> None:
+    """Remove what a daemon's pod network made on this machine: the `kctl` network, kctl's nft table and routes."""
+    from kctl.agent.podnetwork.plan import NETWORK_NAME, ROUTE_PROTO, TABLE
+
+    with contextlib.suppress(RuntimeError_):
+        runtime.remove_network(NETWORK_NAME)
+    if os.geteuid() != 0:
+        return
+    for argv in (["nft", "delete", "table", "ip", TABLE], ["nft", "delete", "table", "ip", "kctl"],  # kube-proxy's
+                 ["ip", "route", "flush", "proto", str(ROUTE_PROTO)]):
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(argv, capture_output=True, timeout=30, check=False)
 
 
 def _warn_about_leftovers(runtime: PodmanRuntime) -> None:

@@ -44,11 +44,16 @@ def test_forward_command(command, gssapi, argv):
                            remote_command=command, gssapi=gssapi) == argv
 
 
-def test_tunnel_runs_the_forward_command():
-    """SSHTunnel's ssh is forward_command's forward alone, to its own local socket."""
+def test_tunnel_runs_the_forward_command_as_the_connections_master():
+    """SSHTunnel's ssh is forward_command's forward to its own local socket, and the SSH master (ControlMaster)
+    whose control socket host commands share; no control path while no tunnel runs."""
     tunnel = SSHTunnel(TARGET, identity="/k", known_hosts="/kh", connect_timeout=10)
-    assert tunnel.command() == forward_command(TARGET, tunnel.local_socket, identity="/k", known_hosts="/kh",
-                                               connect_timeout=10)
+    argv = tunnel.command()
+    control = tunnel.local_socket[:-len("podman.sock")] + "control"
+    assert argv[1:5] == ["-o", "ControlMaster=yes", "-o", f"ControlPath={control}"]
+    assert [argv[0], *argv[5:]] == forward_command(TARGET, tunnel.local_socket, identity="/k", known_hosts="/kh",
+                                                   connect_timeout=10)
+    assert tunnel.control_path == ""
 
 
 @pytest.mark.parametrize("stderr, reason", [

@@ -59,6 +59,10 @@ class ServiceConnection:
                 raise RuntimeError_(str(error)) from None
         return self._socket
 
+    def control_path(self) -> str:
+        """The SSH master's control socket of the tunnel while it runs ("" for unix:// or no tunnel now)."""
+        return self._tunnel.control_path if self._tunnel is not None and not self._suspended else ""
+
     def client(self) -> PodmanClient:
         """This thread's podman-py client (a new one after suspend(): the old socket may be dead)."""
         socket_path = self.socket_path()

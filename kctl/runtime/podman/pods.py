@@ -40,6 +40,13 @@ class PodSandboxes(ServiceCalls):
                                 "portmappings": port_mappings(spec)}
         if spec.hostname:
             body["hostname"] = spec.hostname
+        if spec.network:  # a named network (the pod network's bridge) instead of Podman's default
+            body["netns"], body["Networks"] = {"nsmode": "bridge"}, {spec.network: {}}
+        # the pod's resolv.conf (PodSpecGenerator's PodNetworkConfig); a field left out is the host's
+        for key, values in (("dns_server", spec.dns_servers), ("dns_search", spec.dns_searches),
+                            ("dns_option", spec.dns_options)):
+            if values:
+                body[key] = list(values)
         with calling(f"create pod {spec.name}"):
             pod_id = self._post("/pods/create", body=body).json()["Id"]
         try:

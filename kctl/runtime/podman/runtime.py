@@ -3,8 +3,9 @@
 A node agent (kctl.agent) gets one per Node from kctl.runtime.connect.runtime_for_node and
 only calls the Runtime methods. The runtime is its parts, one per idea, over one
 connection (kctl.runtime.podman.connection: unix socket or SSH tunnel): pods, containers,
-images, volumes, exec/logs/events; here are the host (info, reachability for the node
-heartbeat, kctl.runtime.hostprobe) and the life of the connection.
+images, volumes, networks, exec/logs/events; here are the host (info, reachability for the
+node heartbeat, kctl.runtime.hostprobe; commands run on it, kctl.runtime.hostexec) and the
+life of the connection.
 """
 
 from __future__ import annotations
@@ -12,17 +13,18 @@ from __future__ import annotations
 from typing import Any
 
 from kctl.runtime.hostprobe import HostCheck
-from kctl.runtime.interface import HostInfo
+from kctl.runtime.interface import ExecResult, HostInfo
 from kctl.runtime.podman.connection import ServiceConnection
 from kctl.runtime.podman.containers import Containers
 from kctl.runtime.podman.errors import calling
 from kctl.runtime.podman.exec_logs import ExecAndLogs
 from kctl.runtime.podman.images import Images
+from kctl.runtime.podman.networks import Networks
 from kctl.runtime.podman.pods import PodSandboxes
 from kctl.runtime.podman.volumes import Volumes
 
 
-class PodmanRuntime(PodSandboxes, Containers, Images, Volumes, ExecAndLogs):
+class PodmanRuntime(PodSandboxes, Containers, Images, Volumes, Networks, ExecAndLogs):
     """kctl.runtime.interface.Runtime on one Podman service (unix socket or ssh://)."""
 
     def __init__(self, base_url: str, *, identity: str | None = None,
@@ -75,6 +77,13 @@ class PodmanRuntime(PodSandboxes, Containers, Images, Volumes, ExecAndLogs):
         response.raise_for_status()
 
     # -- host
+
+    def run_on_host(self, argv: list[str], *, stdin: bytes | None = None, timeout: float = 30.0) -> ExecResult:
+        """Run argv on the service's host: locally (unix://) or over ssh (ssh://), see kctl.runtime.hostexec."""
+        from kctl.runtime.hostexec import run_on_host
+
+        return run_on_host(self.base_url, argv, stdin=stdin, timeout=timeout, identity=self._identity,
+                           known_hosts=self._known_hosts, control_path=self._connection.control_path())
 
     def info(self) -> HostInfo:
         with calling("podman info"):

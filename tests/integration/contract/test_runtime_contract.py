@@ -347,3 +347,31 @@ def test_every_protocol_method_is_exercised() -> None:
     source = open(__file__, encoding="utf-8").read()
     methods = [name for name in vars(Runtime) if not name.startswith("_")]
     assert methods and [name for name in methods if f"runtime.{name}(" not in source] == []
+
+
+# -- the host: networks and host commands
+
+
+def test_networks_made_read_and_removed(runtime: Runtime) -> None:
+    """ensure_network makes a bridge with its subnet (again: nothing), refuses another subnet under that name;
+    remove_network removes it, and a missing one is fine."""
+    import random
+
+    name, subnet = unique("net"), f"10.251.{random.randint(0, 254)}.0/24"
+    gateway = subnet.replace(".0/24", ".1")
+    assert runtime.network_subnet(name) is None
+    runtime.ensure_network(name, subnet=subnet, gateway=gateway, labels=contract_labels())
+    try:
+        runtime.ensure_network(name, subnet=subnet, gateway=gateway, labels=contract_labels())
+        assert runtime.network_subnet(name) == subnet
+        with pytest.raises(RuntimeError_):
+            runtime.ensure_network(name, subnet="10.252.0.0/24", gateway="10.252.0.1", labels=contract_labels())
+    finally:
+        runtime.remove_network(name)
+    assert runtime.network_subnet(name) is None
+    runtime.remove_network(name)
+
+
+def test_a_host_command_runs(runtime: Runtime) -> None:
+    """run_on_host runs argv on the runtime's host and gives its exit status (the in-memory host records it)."""
+    assert runtime.run_on_host(["true"], timeout=30).exit_code == 0
