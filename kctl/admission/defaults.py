@@ -493,6 +493,8 @@ def _prepare_pod(pod: dict) -> None:
         return
     if _is_unset(status.get("qosClass")):
         status["qosClass"] = pod_qos_class(spec)
+    if _is_unset(spec.get("serviceAccountName")):  # the ServiceAccount admission plugin's default
+        spec["serviceAccountName"] = spec.get("serviceAccount") or "default"
     if spec.get("schedulingGates") and status.get("phase") == "Pending":
         conditions = status.get("conditions")
         if conditions is None:

@@ -94,18 +94,6 @@ def register_node(api: API, name: str, *, podman_url: str, identity: str | None 
         return _mark_node_mode(api, api.get(rt, name), podman_url) if node_mode else api.get(rt, name)
 
 
-def node_removed(api: API, name: str) -> bool:
-    """Whether the Node is gone from the store (kctl removed its host); False when the store cannot be read
-    (then a host is left as it is)."""
-    try:
-        api.get(api.resource("nodes"), name)
-    except NotFound:
-        return True
-    except Exception:  # noqa: BLE001 - the store cannot be read: not "removed"
-        return False
-    return False
-
-
 def _mark_node_mode(api: API, node: dict, podman_url: str) -> dict:
     want = {ANNOTATION_AGENT: AGENT_NODE_MODE, ANNOTATION_PODMAN_URL: podman_url}
     annotations = (node.get("metadata") or {}).get("annotations") or {}

@@ -71,6 +71,12 @@ def _namespace(settings: DaemonSettings) -> Controller:
     return NamespaceController()
 
 
+def _service_account(settings: DaemonSettings) -> Controller:
+    from kctl.controllers.serviceaccount import ServiceAccountController
+
+    return ServiceAccountController()
+
+
 def _event_ttl(settings: DaemonSettings) -> Controller:
     from kctl.controllers.eventttl import EventTTLController, EventTTLSettings
 
@@ -142,6 +148,7 @@ CONTROLLERS: Mapping[str, ControllerFactory] = MappingProxyType({
     "cronjob": _cronjob,
     "garbagecollector": _garbage_collector,
     "namespace": _namespace,
+    "serviceaccount": _service_account,
     "eventttl": _event_ttl,
     "daemonset": _daemonset,
     "nodelifecycle": _node_lifecycle,

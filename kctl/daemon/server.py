@@ -55,7 +55,8 @@ def run(settings: DaemonSettings, *, api: API, stop: threading.Event | None = No
     plane = None
     copier = None
     try:
-        if not node_mode:  # as kubeadm: the cluster's network settings where every agent reads them
+        if settings.control_plane and not node_mode:  # as kubeadm: the control plane's network settings, where
+            # every agent reads them (and knows from them that node-ipam gives Nodes their podCIDRs)
             _record_cluster_network(api, settings)
         if node_mode or (settings.agents and not api.list(api.resource("nodes"))[0]):
             try:

@@ -504,12 +504,111 @@ def _endpointslice_row(obj: dict, wide: bool, now: datetime) -> list[str]:
             age(meta.get("creationTimestamp"), now)]
 
 
+def _service_account_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    """printServiceAccount: NAME SECRETS AGE."""
+    meta = obj.get("metadata") or {}
+    return [meta.get("name", ""), str(len(obj.get("secrets") or ())), age(meta.get("creationTimestamp"), now)]
+
+
+def _created_at_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    """printRole, printClusterRole, printLimitRange: NAME CREATED AT (RFC 3339, UTC)."""
+    meta = obj.get("metadata") or {}
+    return [meta.get("name", ""), meta.get("creationTimestamp") or ""]
+
+
+def _binding_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    """printRoleBinding, printClusterRoleBinding: NAME ROLE AGE; wide adds USERS GROUPS SERVICEACCOUNTS."""
+    meta, ref = obj.get("metadata") or {}, obj.get("roleRef") or {}
+    row = [meta.get("name", ""), f"{ref.get('kind', '')}/{ref.get('name', '')}",
+           age(meta.get("creationTimestamp"), now)]
+    if wide:
+        users, groups, accounts = [], [], []
+        for subject in obj.get("subjects") or ():
+            kind, name = subject.get("kind"), subject.get("name", "")
+            if kind == "ServiceAccount":
+                accounts.append(f"{subject.get('namespace', '')}/{name}")
+            elif kind == "User":
+                users.append(name)
+            elif kind == "Group":
+                groups.append(name)
+        row += [", ".join(users), ", ".join(groups), ", ".join(accounts)]
+    return row
+
+
+def _load_balancer_cell(status: dict, wide: bool) -> str:
+    """ingressLoadBalancerStatusStringer: the IPs and hostnames, cut to 16 characters unless wide."""
+    found = {i.get("ip") or i.get("hostname") or "" for i in (status.get("loadBalancer") or {}).get("ingress") or ()
+             if isinstance(i, dict)}
+    text = ",".join(sorted(f for f in found if f))  # kubectl's sets.String: sorted, each once
+    return text[:13] + "..." if not wide and len(text) > 16 else text
+
+
+def _hosts_cell(rules: list) -> str:
+    """formatHosts: the first three hosts, `+ N more...` counting every rule past the third; `*` if none."""
+    hosts: list[str] = []
+    more = False
+    for rule in rules:
+        if len(hosts) == 3:
+            more = True
+        if not more and isinstance(rule, dict) and rule.get("host"):
+            hosts.append(str(rule["host"]))
+    if not hosts:
+        return "*"
+    return f"{','.join(hosts)} + {len(rules) - 3} more..." if more else ",".join(hosts)
+
+
+def _ingress_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    """printIngress: NAME CLASS HOSTS ADDRESS PORTS AGE."""
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    return [meta.get("name", ""), spec.get("ingressClassName") or "<none>", _hosts_cell(spec.get("rules") or []),
+            _load_balancer_cell(obj.get("status") or {}, wide), "80, 443" if spec.get("tls") else "80",
+            age(meta.get("creationTimestamp"), now)]
+
+
+def _ingress_class_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    """printIngressClass: NAME CONTROLLER PARAMETERS (`Kind.group/name`) AGE."""
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    params = spec.get("parameters")
+    cell = "<none>"
+    if params:
+        cell = str(params.get("kind", "")) + (f".{params['apiGroup']}" if params.get("apiGroup") else "")
+        cell += f"/{params.get('name', '')}"
+    return [meta.get("name", ""), spec.get("controller", ""), cell, age(meta.get("creationTimestamp"), now)]
+
+
+def _network_policy_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    """printNetworkPolicy: NAME POD-SELECTOR AGE (an empty selector, all pods, is `<none>`)."""
+    meta = obj.get("metadata") or {}
+    return [meta.get("name", ""), format_label_selector((obj.get("spec") or {}).get("podSelector")),
+            age(meta.get("creationTimestamp"), now)]
+
+
+def _pdb_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    """printPodDisruptionBudget: NAME MIN AVAILABLE MAX UNAVAILABLE ALLOWED DISRUPTIONS AGE."""
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    least, most = spec.get("minAvailable"), spec.get("maxUnavailable")
+    return [meta.get("name", ""), "N/A" if least is None else str(least), "N/A" if most is None else str(most),
+            str((obj.get("status") or {}).get("disruptionsAllowed") or 0), age(meta.get("creationTimestamp"), now)]
+
+
+def _quota_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    """printResourceQuota: NAME AGE REQUEST LIMIT, `resource: used/hard` from the status (`limits.*` in LIMIT)."""
+    meta, status = obj.get("metadata") or {}, obj.get("status") or {}
+    hard, used = status.get("hard") or {}, status.get("used") or {}
+    requests, limits = [], []
+    for resource in sorted(hard):
+        cell = f"{resource}: {used.get(resource, 0)}/{hard[resource]}"
+        (limits if resource.split(".")[0] == "limits" and "." in resource else requests).append(cell)
+    return [meta.get("name", ""), age(meta.get("creationTimestamp"), now), ", ".join(requests), ", ".join(limits)]
+
+
 def _generic_row(obj: dict, wide: bool, now: datetime) -> list[str]:
     meta = obj.get("metadata") or {}
     return [meta.get("name", ""), age(meta.get("creationTimestamp"), now)]
 
 
 _CW = ("CONTAINERS", "IMAGES", "SELECTOR")
+_BINDING_WIDE = ("USERS", "GROUPS", "SERVICEACCOUNTS")
 #: the table of each kind kctl knows, by `Kind.group`
 TABLES: dict[str, Table] = {
     "Pod": Table(("NAME", "READY", "STATUS", "RESTARTS", "AGE"),
@@ -546,6 +645,18 @@ TABLES: dict[str, Table] = {
     "ValidatingAdmissionHook.kctl.io": Table(("NAME", "FAILURE-POLICY", "TIMEOUT", "AGE"), (),
                                              _hook_row),
     "GitSource.kctl.io": Table(("NAME", "URL", "REVISION", "READY", "STATUS", "AGE"), (), _gitsource_row),
+    "ServiceAccount": Table(("NAME", "SECRETS", "AGE"), (), _service_account_row),
+    "Role.rbac.authorization.k8s.io": Table(("NAME", "CREATED AT"), (), _created_at_row),
+    "ClusterRole.rbac.authorization.k8s.io": Table(("NAME", "CREATED AT"), (), _created_at_row),
+    "RoleBinding.rbac.authorization.k8s.io": Table(("NAME", "ROLE", "AGE"), _BINDING_WIDE, _binding_row),
+    "ClusterRoleBinding.rbac.authorization.k8s.io": Table(("NAME", "ROLE", "AGE"), _BINDING_WIDE, _binding_row),
+    "Ingress.networking.k8s.io": Table(("NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE"), (), _ingress_row),
+    "IngressClass.networking.k8s.io": Table(("NAME", "CONTROLLER", "PARAMETERS", "AGE"), (), _ingress_class_row),
+    "NetworkPolicy.networking.k8s.io": Table(("NAME", "POD-SELECTOR", "AGE"), (), _network_policy_row),
+    "PodDisruptionBudget.policy": Table(("NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"),
+                                        (), _pdb_row),
+    "ResourceQuota": Table(("NAME", "AGE", "REQUEST", "LIMIT"), (), _quota_row),
+    "LimitRange": Table(("NAME", "CREATED AT"), (), _created_at_row),
 }
 #: the table of any other kind
 GENERIC = Table(("NAME", "AGE"), (), _generic_row)

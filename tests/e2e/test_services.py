@@ -337,9 +337,13 @@ def test_host_cut_off_and_healed_gets_routes_and_rules_back(web: Cluster) -> Non
     # without a route covering the Service CIDR, the host's connect() fails before netfilter sees it)
     subprocess.run([*web.bed.host("h3").nsenter(), "ip", "route", "replace", "default", "via", web.bed.state.gateway],
                    check=True, capture_output=True, timeout=30)
+    def ask() -> str:
+        return on_host(web, "h3", "timeout", "5", "wget", "-q", "-t", "1", "-O-", f"http://{cluster_ip}/cgi-bin/who")
+
+    web.wait(lambda: ask(), what="h3 reaching the ClusterIP after the heal", timeout=30)  # rules/neighbours settle
     seen = set()
     for _ in range(REQUESTS):
-        got = on_host(web, "h3", "timeout", "5", "wget", "-q", "-t", "1", "-O-", f"http://{cluster_ip}/cgi-bin/who")
+        got = ask()
         seen.add(got.split()[0] if got else "FAILED")
     assert seen == {p["metadata"]["name"] for p in ready_web(web)}, seen
 

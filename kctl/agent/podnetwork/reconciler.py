@@ -42,7 +42,7 @@ from kctl.agent.podnetwork.plan import (NETWORK_NAME, ROUTE_PROTO, TABLE, curren
                                         wanted_routes)
 from kctl.client import events
 from kctl.client.informer import Informer
-from kctl.agent.node import node_removed
+from kctl.agent.removal import node_removed
 from kctl.runtime.interface import LABEL_MANAGED, Runtime, RuntimeError_
 
 if TYPE_CHECKING:
@@ -57,6 +57,8 @@ COMMAND_TIMEOUT = 20.0
 #: tries (1 s apart) to remove the network on teardown while pods still leave it
 NETWORK_REMOVE_ATTEMPTS = 6
 #: what pod_network() says while nothing is decided yet: sandboxes wait
+#: seconds after its agent starts that a Node without podCIDR keeps new sandboxes waiting for one
+POD_CIDR_GRACE_SECONDS = 20.0
 NOT_READY = None
 
 
@@ -69,8 +71,10 @@ class PodNetwork:
 
     def __init__(self, api: API, node_name: str, runtime: Runtime, *, host_ip: str = "",
                  resync: float = RESYNC_SECONDS, network: str = NETWORK_NAME, table: str = TABLE,
-                 paused: Callable[[], bool] = lambda: False) -> None:
-        """`paused()` true: the host cannot be reached now (the node heartbeat says so); passes wait."""
+                 paused: Callable[[], bool] = lambda: False,
+                 pod_cidr_grace: float = POD_CIDR_GRACE_SECONDS) -> None:
+        """`paused()` true: the host cannot be reached now (the node heartbeat says so); passes wait.
+        `pod_cidr_grace`: how long after it is made a Node without podCIDR keeps new sandboxes waiting."""
         self.api = api
         self.node_name = node_name
         self.runtime = runtime
@@ -89,6 +93,8 @@ class PodNetwork:
         self._joined: str | None = NOT_READY  # what pod_network() returns
         self._rootless: bool | None = None
         self._said: dict[str, str] = {}  # event reason -> the last message recorded (once per distinct one)
+        self.pod_cidr_grace = pod_cidr_grace
+        self._made = time.monotonic()
         self.passes = 0  # finished passes
         self._passed = threading.Event()  # set after each pass
         self._pass_lock = threading.Lock()  # one pass at a time
@@ -99,11 +105,31 @@ class PodNetwork:
         """The Podman network a new sandbox joins: the pod network's name, "" for Podman's default,
         None while it is not decided or not made yet (the sandbox waits)."""
         joined = self._joined
-        if joined is None and self.passes == 0:  # before the first pass: a Node without podCIDR need not wait
+        if joined is None and self.passes == 0:  # before the first pass: a Node without podCIDR need not wait...
             me = self.nodes.get(None, self.node_name)
             if me is not None and not pod_cidr_of(me):
-                return ""
+                joined = ""
+        if joined == "" and self._awaiting_pod_cidr():
+            return NOT_READY  # ...unless node-ipam may be about to give it one (as kubelet's NetworkReady)
         return joined
+
+    def _awaiting_pod_cidr(self) -> bool:
+        """This Node has no podCIDR yet, its agent started less than `pod_cidr_grace` s ago, and a control
+        plane recorded the cluster network (kube-system/kube-proxy, kctl.client.clusterconfig): node-ipam
+        may not have allocated one yet. A pod that started on Podman's default network would stay there
+        for its life, out of reach of the other hosts' pods."""
+        if time.monotonic() - self._made >= self.pod_cidr_grace:
+            return False
+        me = self.nodes.get(None, self.node_name)
+        if me is None or pod_cidr_of(me):
+            return False
+        from kctl.client.clusterconfig import KUBE_PROXY_CONFIGMAP, NAMESPACE
+
+        try:
+            self.api.get(self.api.resource("configmaps"), KUBE_PROXY_CONFIGMAP, namespace=NAMESPACE)
+        except Exception:  # noqa: BLE001 - none (no control plane ever ran here), or the store cannot be read
+            return False
+        return True
 
     def wait_first_pass(self, timeout: float, *, stop: threading.Event | None = None) -> bool:
         """Wait until a pass has run (or `timeout` s, or `stop`); whether one has."""

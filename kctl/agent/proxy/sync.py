@@ -49,7 +49,7 @@ from kctl.agent.proxy.nftables import TABLE, render
 from kctl.client import events
 from kctl.client.clusterconfig import KUBE_PROXY_CONFIGMAP, KUBELET_CONFIGMAP, NAMESPACE, cluster_network_from
 from kctl.client.informer import Informer
-from kctl.agent.node import node_removed
+from kctl.agent.removal import node_removed
 
 if TYPE_CHECKING:
     from kctl.apiserver.contract import API

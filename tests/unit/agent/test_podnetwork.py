@@ -92,8 +92,8 @@ def network(api):
     """make(name, runtime): a PodNetwork whose Node informer has listed (passes are run by the test)."""
     stop = threading.Event()
 
-    def make(name: str = "h1", runtime: MemoryRuntime | None = None) -> PodNetwork:
-        plugin = PodNetwork(api, name, runtime or MemoryRuntime(), host_ip="10.77.0.11")
+    def make(name: str = "h1", runtime: MemoryRuntime | None = None, *, pod_cidr_grace: float = 0.0) -> PodNetwork:
+        plugin = PodNetwork(api, name, runtime or MemoryRuntime(), host_ip="10.77.0.11", pod_cidr_grace=pod_cidr_grace)
         plugin.nodes.start(stop)
         assert plugin.nodes.wait_for_sync(10)
         return plugin
@@ -338,8 +338,16 @@ def test_no_pass_while_the_host_is_known_unreachable(api):
         plugin.stop()
 
 
-def test_node_without_pod_cidr_never_waits(api, network):
-    """Before any pass, a Node without podCIDR already gets Podman's default network (its pods never wait)."""
+def test_node_without_pod_cidr_waits_only_its_grace(api, network):
+    """A Node without podCIDR keeps new sandboxes waiting for the grace after its agent starts when a control plane
+    recorded the cluster network (node-ipam may be about to give it one), then gets Podman's default network."""
+    from kctl.client.clusterconfig import ClusterNetwork, write_cluster_network
+
     create(api, node("h1", "", "10.77.0.11"))
+    waiting = network("h1", MemoryRuntime(), pod_cidr_grace=60)
+    assert waiting.pod_network() == ""  # no control plane recorded the cluster network: no node-ipam to wait for
+    write_cluster_network(api, ClusterNetwork())
+    assert waiting.pod_network() is None
+    assert waiting.reconcile() and waiting.pod_network() is None
     plugin = network("h1", MemoryRuntime())
     assert plugin.passes == 0 and plugin.pod_network() == ""
