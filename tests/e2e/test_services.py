@@ -333,6 +333,14 @@ def test_host_cut_off_and_healed_gets_routes_and_rules_back(web: Cluster) -> Non
     web.wait(lambda: cluster_ip in kctl_table(web, "h3"), what="h3's kctl table holding web's ClusterIP",
              timeout=30)
     assert {p["status"]["podIP"] for p in ready_web(web)} == endpoint_addresses(web, "web")
+    ready_ips = endpoint_addresses(web, "web")
+
+    def h3_rules_current() -> bool:  # the table h3 had before the cut still names the old endpoint until it syncs
+        table = kctl_table(web, "h3")
+        return all(ip in table for ip in ready_ips) and evicted_ip not in table
+
+    web.wait(h3_rules_current, what="h3's rules naming the current endpoints only", timeout=60,
+             detail=lambda: kctl_table(web, "h3"))
     # from h3's own network namespace, through the rules it got back (with a default route, as a real host has:
     # without a route covering the Service CIDR, the host's connect() fails before netfilter sees it)
     subprocess.run([*web.bed.host("h3").nsenter(), "ip", "route", "replace", "default", "via", web.bed.state.gateway],
