@@ -647,8 +647,12 @@ class APIServer:
                                    namespace=ns if rt.namespaced else None, name=name, obj=obj,
                                    old_obj=old, dry_run=dry_run, user=self.user)
         admitted = chain.admit(request, mutating=mutating, validating=validating, namespace_labels=ns_labels,
-                               warn=self._warn)
+                               warn=self._warn, lister=self._admission_lister)
         return admitted, _matched_hooks(mutating, validating, request, ns_labels, matches)
+
+    def _admission_lister(self, group_kind: str, namespace: str | None = None) -> list[dict]:
+        """Stored objects for the built-in admission plugins (kctl.admission.plugins.Lister)."""
+        return self.store.list(group_kind, namespace)[0]
 
     def _hooks(self) -> tuple[list[dict], list[dict]]:
         """The admission hooks stored now (mutating, validating)."""

@@ -233,8 +233,8 @@ def test_a_bad_field_is_one_clear_line(kctl, doc, message):
     assert "Traceback" not in result.err
 
 
-def test_statefulset_is_still_refused(kctl):
-    """A later slice's kind keeps kubectl's `no matches for kind` refusal."""
-    doc = "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec: {}\n"
+def test_an_unknown_kind_is_refused_as_kubectl_refuses_it(kctl):
+    """A kind kctl does not serve keeps kubectl's `no matches for kind` refusal."""
+    doc = "apiVersion: storage.k8s.io/v1\nkind: VolumeAttachment\nmetadata: {name: va}\nspec: {}\n"
     result = kctl("apply", "-f", "-", input=doc)
-    assert result.code != 0 and 'no matches for kind "StatefulSet" in version "apps/v1"' in result.err
+    assert result.code != 0 and 'no matches for kind "VolumeAttachment" in version "storage.k8s.io/v1"' in result.err

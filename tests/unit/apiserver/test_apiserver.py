@@ -302,7 +302,7 @@ def test_schema_error_names_the_field(api):
 def test_unknown_kind_is_bad_request(api):
     """A kind kctl does not serve is refused."""
     with pytest.raises(BadRequest, match="no matches for kind"):
-        api.create({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "x"}})
+        api.create({"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": "x"}})
 
 
 def test_pod_security_baseline_refuses_privileged(api):

@@ -41,14 +41,19 @@ def test_kind_is_registered_as_kubernetes_has_it(api_version, kind, plural, name
         assert registry.lookup(name) is rt
 
 
-@pytest.mark.parametrize("api_version, kind", [
-    ("apps/v1", "StatefulSet"), ("v1", "PersistentVolume"), ("v1", "PersistentVolumeClaim"),
-    ("storage.k8s.io/v1", "StorageClass"), ("autoscaling/v2", "HorizontalPodAutoscaler"),
+@pytest.mark.parametrize("api_version, kind, plural, namespaced, short", [
+    ("apps/v1", "StatefulSet", "statefulsets", True, ("sts",)),
+    ("apps/v1", "ControllerRevision", "controllerrevisions", True, ()),
+    ("v1", "PersistentVolume", "persistentvolumes", False, ("pv",)),
+    ("v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, ("pvc",)),
+    ("storage.k8s.io/v1", "StorageClass", "storageclasses", False, ("sc",)),
+    ("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", True, ("hpa",)),
+    ("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False, ("pc",)),
 ])
-def test_later_slices_kinds_are_still_refused(api_version, kind):
-    """Kinds whose controllers are not there yet stay refused with kubectl's `no matches for kind`."""
-    with pytest.raises(ClientSideError, match=f'no matches for kind "{kind}"'):
-        builtin_registry().for_object({"apiVersion": api_version, "kind": kind})
+def test_state_and_scaling_kinds_are_served(api_version, kind, plural, namespaced, short):
+    """The kinds of issue 15's later slices are served with kubectl's names and scope."""
+    rt = builtin_registry().for_object({"apiVersion": api_version, "kind": kind})
+    assert (rt.plural, rt.namespaced, rt.short_names) == (plural, namespaced, short)
 
 
 #: a valid manifest of each kind (as `kubectl create ... --dry-run=client -o yaml` makes them)

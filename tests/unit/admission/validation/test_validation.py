@@ -198,6 +198,32 @@ VALID = {
                                             "ports": [{"port": 5432}]}]}},
     "PodDisruptionBudget": {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "pdb"},
                             "spec": {"maxUnavailable": "25%", "selector": {"matchLabels": {"app": "web"}}}},
+    "StatefulSet": {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+                    "spec": {"serviceName": "db", "replicas": 3, "selector": {"matchLabels": {"app": "db"}},
+                             "template": {"metadata": {"labels": {"app": "db"}},
+                                          "spec": {"containers": [{"name": "db", "image": "busybox"}]}},
+                             "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                                 "accessModes": ["ReadWriteOnce"],
+                                 "resources": {"requests": {"storage": "1Gi"}}}}]}},
+    "ControllerRevision": {"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": {"name": "db-1"},
+                           "revision": 1, "data": {"spec": {"template": {}}}},
+    "PersistentVolume": {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv1"},
+                         "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                  "persistentVolumeReclaimPolicy": "Retain", "hostPath": {"path": "/srv/data"}}},
+    "PersistentVolumeClaim": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+                              "spec": {"accessModes": ["ReadWriteOnce"],
+                                       "resources": {"requests": {"storage": "1Gi"}}}},
+    "StorageClass": {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "local"},
+                     "provisioner": "kctl.io/local-volume", "reclaimPolicy": "Delete",
+                     "volumeBindingMode": "WaitForFirstConsumer"},
+    "HorizontalPodAutoscaler": {
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                 "minReplicas": 2, "maxReplicas": 5,
+                 "metrics": [{"type": "Resource", "resource": {
+                     "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}]}},
+    "PriorityClass": {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+                      "value": 1000, "preemptionPolicy": "PreemptLowerPriority"},
 }
 
 
