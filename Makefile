@@ -34,9 +34,16 @@ stop: $(STAMP)
 system:
 	tools/install-system-deps.sh
 
-# ruff first: a lint error stops `make test` before the suite's minutes.
+# ruff first: a lint error stops `make test` before the suite's minutes. Then two pytest runs, both always:
+# tests/unit and tests/cli in TEST_WORKERS processes (pytest-xdist; each test has its own temporary store),
+# then the rest (real Podman, sshd, the test bed: shared services) in one process. Fails if either failed.
+TEST_WORKERS ?= 3
 test: system $(STAMP) lint
-	$(BIN)/python -m pytest tests/
+	parallel=0; serial=0; \
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) tests/unit tests/cli || parallel=$$?; \
+	$(BIN)/python -m pytest tests/ --ignore=tests/unit --ignore=tests/cli || serial=$$?; \
+	echo "make test: tests/unit + tests/cli exit $$parallel; the rest of tests/ exit $$serial"; \
+	[ $$parallel -eq 0 ] && [ $$serial -eq 0 ]
 
 lint: $(STAMP)
 	$(BIN)/ruff check kctl tests benchmarks tools

@@ -3,8 +3,9 @@
 Run by hand when moving to a newer Kubernetes API (`make schemas`); the output is
 committed. Keeps only the definitions reachable from kctl's built-in kinds, rewrites
 every `$ref` to `#/$defs/NAME`, and marks Quantity strings with kctl's own format so
-validation can parse them (kctl.machinery.quantity). kctl's own kinds (kctl.io) are written
-by hand in schemas/ and are left alone.
+validation can parse them (kctl.machinery.quantity). kctl's own kinds (kctl.io) and the metrics
+API's (metrics.k8s.io, an aggregated API Kubernetes' OpenAPI lacks) are written by hand in
+schemas/ and are left alone.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 import kubernetes_validate  # dev-only: pip install kubernetes-validate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kctl.machinery.resources import BUILTIN, KCTL_GROUP  # noqa: E402
+from kctl.machinery.resources import BUILTIN, KCTL_GROUP, METRICS_GROUP  # noqa: E402
 
 K8S_VERSION = "v1.37.0-local-strict"
 SOURCE = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema" / K8S_VERSION
@@ -46,7 +47,7 @@ def main() -> None:
     defs = json.loads((SOURCE / "_definitions.json").read_text())["$defs"]
     reachable: dict[str, dict] = {}
     for rt in BUILTIN:
-        if rt.group == KCTL_GROUP:
+        if rt.group in (KCTL_GROUP, METRICS_GROUP):  # hand-written: not in Kubernetes' OpenAPI
             continue
         kind_schema = json.loads((SOURCE / rt.schema_name).read_text())
         found: set[str] = set()

@@ -30,6 +30,7 @@ def admit(request: AdmissionRequest, *, mutating: list[dict], validating: list[d
     """
     rt = request.rt
     what = f'{rt.group_kind} "{request.name}"'
+    lister = plugins.per_request(lister) if lister is not None else None
     warnings: list[str] = []
     try:
         if request.operation == "DELETE":

@@ -324,6 +324,37 @@ def _default_daemon_set(obj: dict) -> None:
     _default_pod_template(spec)
 
 
+def _default_stateful_set(obj: dict) -> None:
+    """SetDefaults_StatefulSet: OrderedReady, RollingUpdate with partition 0, Retain claims, 1 replica,
+    history 10; each volumeClaimTemplate as a claim (volumeMode Filesystem, phase Pending)."""
+    spec = _spec(obj)
+    if spec is None:
+        return
+    _default(spec, "podManagementPolicy", "OrderedReady")
+    strategy = _ensure_dict(spec, "updateStrategy")
+    if strategy is not None:
+        if _is_unset(strategy.get("type")):
+            strategy["type"] = "RollingUpdate"
+            _ensure_dict(strategy, "rollingUpdate")
+        rolling = _dict(strategy, "rollingUpdate")
+        if strategy["type"] == "RollingUpdate" and rolling is not None:
+            _default(rolling, "partition", 0)
+    retention = _ensure_dict(spec, "persistentVolumeClaimRetentionPolicy")
+    if retention is not None:
+        _default(retention, "whenDeleted", "Retain")
+        _default(retention, "whenScaled", "Retain")
+    _default(spec, "replicas", 1)
+    _default(spec, "revisionHistoryLimit", 10)
+    _default_pod_template(spec)
+    for template in _dicts(spec, "volumeClaimTemplates"):
+        claim_spec = _dict(template, "spec")
+        if claim_spec is not None:
+            _default(claim_spec, "volumeMode", "Filesystem")
+        status = _ensure_dict(template, "status")
+        if status is not None:
+            _default(status, "phase", "Pending")
+
+
 def _default_job(obj: dict) -> None:
     spec = _spec(obj)
     if spec is None:
@@ -441,6 +472,61 @@ def _default_hook(obj: dict) -> None:
         spec["failurePolicy"] = "Fail"
 
 
+def _default_persistent_volume(obj: dict) -> None:
+    """SetDefaults_PersistentVolume: reclaim policy Retain, volumeMode Filesystem, phase Pending."""
+    spec = _spec(obj)
+    if spec is not None:
+        _default(spec, "persistentVolumeReclaimPolicy", "Retain")
+        _default(spec, "volumeMode", "Filesystem")
+    status = _ensure_dict(obj, "status")
+    if status is not None:
+        _default(status, "phase", "Pending")
+
+
+def _default_persistent_volume_claim(obj: dict) -> None:
+    """SetDefaults_PersistentVolumeClaim(Spec): volumeMode Filesystem, phase Pending."""
+    spec = _spec(obj)
+    if spec is not None:
+        _default(spec, "volumeMode", "Filesystem")
+    status = _ensure_dict(obj, "status")
+    if status is not None:
+        _default(status, "phase", "Pending")
+
+
+def _default_storage_class(obj: dict) -> None:
+    """SetDefaults_StorageClass: reclaimPolicy Delete, volumeBindingMode Immediate."""
+    _default(obj, "reclaimPolicy", "Delete")
+    _default(obj, "volumeBindingMode", "Immediate")
+
+
+def _default_hpa_rules(behavior: dict, key: str, policies: list[dict], window: int | None) -> None:
+    """GenerateHPAScaleUpRules / ScaleDownRules: the default for each field a direction's rules leave out."""
+    rules = _ensure_dict(behavior, key)
+    if rules is None:
+        return
+    if window is not None:
+        _default(rules, "stabilizationWindowSeconds", window)
+    _default(rules, "selectPolicy", "Max")
+    _default(rules, "policies", policies)
+
+
+def _default_horizontal_pod_autoscaler(obj: dict) -> None:
+    """autoscaling/v2 SetDefaults_HorizontalPodAutoscaler: minReplicas 1, cpu at 80% when no metric, a given
+    behavior's gaps filled (scale-down's window is left to the controller's flag, as Kubernetes leaves it)."""
+    spec = _spec(obj)
+    if spec is None:
+        return
+    _default(spec, "minReplicas", 1)
+    if not spec.get("metrics"):
+        spec["metrics"] = [{"type": "Resource", "resource": {
+            "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]
+    behavior = _dict(spec, "behavior")
+    if behavior is not None:
+        _default_hpa_rules(behavior, "scaleUp", [{"type": "Pods", "value": 4, "periodSeconds": 15},
+                                                 {"type": "Percent", "value": 100, "periodSeconds": 15}], 0)
+        _default_hpa_rules(behavior, "scaleDown", [{"type": "Percent", "value": 100, "periodSeconds": 15}], None)
+
+
 _BY_KIND: dict[tuple[str, str], Callable[[dict], None]] = {
     ("", "Pod"): _default_pod,
     ("", "Service"): _default_service,
@@ -451,10 +537,15 @@ _BY_KIND: dict[tuple[str, str], Callable[[dict], None]] = {
     ("apps", "Deployment"): _default_deployment,
     ("apps", "ReplicaSet"): _default_replica_set,
     ("apps", "DaemonSet"): _default_daemon_set,
+    ("apps", "StatefulSet"): _default_stateful_set,
     ("batch", "Job"): _default_job,
     ("batch", "CronJob"): _default_cron_job,
     (KCTL_GROUP, "MutatingAdmissionHook"): _default_hook,
     (KCTL_GROUP, "ValidatingAdmissionHook"): _default_hook,
+    ("", "PersistentVolume"): _default_persistent_volume,
+    ("", "PersistentVolumeClaim"): _default_persistent_volume_claim,
+    ("storage.k8s.io", "StorageClass"): _default_storage_class,
+    ("autoscaling", "HorizontalPodAutoscaler"): _default_horizontal_pod_autoscaler,
 }
 
 

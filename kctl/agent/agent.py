@@ -6,10 +6,11 @@ NodeAgentSupervisor (kctl.agent.supervisor). An agent:
 - follows, through kctl.client.informer Informers (client-go's, as the controllers and
   the scheduler use), the Pods whose spec.nodeName is its node (filtered by the API
   server: in node mode only this node's pods cross the SSH connection), and the
-  ConfigMaps and Secrets they may read; an informer re-lists by itself when its watch is
+  ConfigMaps, Secrets, PersistentVolumeClaims and PersistentVolumes they may read; an
+  informer re-lists by itself when its watch is
   Gone or fails. kctl.agent.boundpods serves the pods by uid;
 - puts each pod's uid on a WorkQueue when the pod appears or its spec/metadata change (its
-  own status writes do not), and when a ConfigMap or Secret it reads changes; `workers`
+  own status writes do not), and when a ConfigMap, Secret or claim it reads changes; `workers`
   threads take uids and call kctl.agent.podsync.sync_pod (terminate_pod for a pod being
   deleted, then remove the Pod object), write the status only when it changed
   (kctl.client.statuswriter, re-reading on Conflict), record the events the sync reports,
@@ -23,7 +24,10 @@ NodeAgentSupervisor (kctl.agent.supervisor). An agent:
 - runs the node Heartbeat (kctl.agent.node), and the host's pod network
   (kctl.agent.podnetwork.PodNetwork: the Podman bridge with the Node's podCIDR, routes to
   the other Nodes, its nft table); new sandboxes join that network once it is made;
-  and the host's kube-proxy (kctl.agent.proxy.sync.Proxier: the Service rules, table `ip kctl`).
+  and the host's kube-proxy (kctl.agent.proxy.sync.Proxier: the Service rules, table `ip kctl`),
+  and the host's deleter of released local PersistentVolumes (kctl.agent.localvolumes);
+- with a `metric_resolution`, samples the host's usage (kctl.agent.metrics.MetricsScraper:
+  metrics-server's PodMetrics and NodeMetrics, written every that many seconds).
 
 Nothing here mutates an object handed out by an informer: every reader gets a copy.
 One pod's failure is logged and retried with back-off; it never stops the agent.
@@ -79,9 +83,11 @@ def _containers(pod: dict) -> list[dict]:
 
 
 def references(pod: dict) -> set[tuple[str, str]]:
-    """(kind, name) of every ConfigMap and Secret the pod reads (volumes, env, envFrom)."""
+    """(kind, name) of every ConfigMap, Secret and PersistentVolumeClaim the pod reads (volumes, env, envFrom)."""
     refs: set[tuple[str, str]] = set()
     for volume in (pod.get("spec") or {}).get("volumes") or ():
+        if (volume.get("persistentVolumeClaim") or {}).get("claimName"):
+            refs.add(("PersistentVolumeClaim", volume["persistentVolumeClaim"]["claimName"]))
         if (volume.get("configMap") or {}).get("name"):
             refs.add(("ConfigMap", volume["configMap"]["name"]))
         if (volume.get("secret") or {}).get("secretName"):
@@ -126,7 +132,7 @@ class NodeAgent:
                  backoff=None, probes=None, probe_period: float = 1.0, host_ip: str = "",
                  remote: bool = False, heartbeat_interval: float | None = 5.0,
                  clock: Callable[[], float] = time.time, image_copier=None, container_events: bool = True,
-                 pod_network: bool = True, kube_proxy: bool = True) -> None:
+                 pod_network: bool = True, kube_proxy: bool = True, metric_resolution: float | None = None) -> None:
         self.api = api
         self.image_copier = image_copier  # kctl.agent.images.ImageCopier: images from other hosts
         self.node_name = node_name
@@ -161,12 +167,25 @@ class NodeAgent:
 
             self.pod_network = PodNetwork(api, node_name, runtime, host_ip=host_ip,
                                           paused=lambda: self.heartbeat is not None and self.heartbeat.paused)
+        from kctl.agent.localvolumes import LocalVolumeDeleter
+
+        #: this host's deleter of released kctl.io/local-volume PVs and their Podman volumes
+        self.local_volumes = LocalVolumeDeleter(api, node_name, runtime,
+                                                paused=lambda: self.heartbeat is not None and self.heartbeat.paused)
         self.proxier = None  # kctl.agent.proxy.sync.Proxier: this host's Service rules (kube-proxy)
         if kube_proxy:
             from kctl.agent.proxy.sync import Proxier
 
             self.proxier = Proxier(api, node_name, runtime,
                                    paused=lambda: self.heartbeat is not None and self.heartbeat.paused)
+        self.metrics = None  # kctl.agent.metrics.MetricsScraper: this host's PodMetrics/NodeMetrics (metrics-server)
+        if metric_resolution:
+            from kctl.agent.metrics import MetricsScraper
+
+            self.metrics = MetricsScraper(api, node_name, runtime, pod=lambda uid: self.pods.get_ref(uid),
+                                          bound_uids=lambda: self.pods.uids(), synced=lambda: self._synced.is_set(),
+                                          resolution=metric_resolution,
+                                          paused=lambda: self.heartbeat is not None and self.heartbeat.paused)
         self.container_events = None  # kctl.agent.runtime_events.RuntimeEventWatcher, when the runtime streams
         if container_events:
             from kctl.agent.runtime_events import RuntimeEventWatcher
@@ -182,7 +201,9 @@ class NodeAgent:
         self.pods = BoundPods(pods)  # uid -> Pod bound here
         pods.add_handler(self._on_pod_add, self._on_pod_update, self._on_pod_delete)
         self.sources = {kind: Informer(self.api, resource) for kind, resource in
-                        (("ConfigMap", "configmaps"), ("Secret", "secrets"))}
+                        (("ConfigMap", "configmaps"), ("Secret", "secrets"),
+                         ("PersistentVolumeClaim", "persistentvolumeclaims"),
+                         ("PersistentVolume", "persistentvolumes"))}
         for informer in self.sources.values():
             informer.add_handler(self._on_source, lambda old, new: self._on_source(new), self._on_source)
 
@@ -206,6 +227,9 @@ class NodeAgent:
             self.pod_network.start()
         if self.proxier is not None:
             self.proxier.start()
+        self.local_volumes.start()
+        if self.metrics is not None:
+            self.metrics.start()
         stop = self._stop
         self._spawn(lambda: self._run_start(stop), f"agent-{self.node_name}-start")
         for i in range(self.workers):
@@ -243,6 +267,9 @@ class NodeAgent:
             self.pod_network.stop(max(0.0, deadline - time.monotonic()))
         if self.proxier is not None:
             self.proxier.stop(max(0.0, deadline - time.monotonic()))
+        self.local_volumes.stop(max(0.0, deadline - time.monotonic()))
+        if self.metrics is not None:
+            self.metrics.stop(max(0.0, deadline - time.monotonic()))
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         alive = [t.name for t in self._threads if t.is_alive()]
@@ -280,7 +307,7 @@ class NodeAgent:
         return context
 
     def lookup(self, kind: str, namespace: str, name: str) -> dict | None:
-        """A ConfigMap or Secret from its informer (a copy), None if there is none."""
+        """A ConfigMap, Secret, PersistentVolumeClaim or PersistentVolume from its informer (a copy), or None."""
         informer = self.sources.get(kind)
         obj = informer.get(namespace, name) if informer is not None else None
         return copy.deepcopy(obj) if obj is not None else None

@@ -43,7 +43,7 @@ def create_and_start(s: PodSyncState, container: dict, kind: str, restart_count:
     if not ensure_image(s, container, kind):
         return None
     spec = container_spec(s.pod, container, kind=kind, env=env,
-                          mounts=mounts_for(s.pod, container, named_volumes(s.pod), env=env),
+                          mounts=mounts_for(s.pod, container, named_volumes(s.pod), env=env, claims=s.claims),
                           restart_count=restart_count)
     container_id = _create(s, container, kind, spec)
     if container_id is None:

@@ -89,6 +89,7 @@ class NodeAgentSupervisor:
     def stop(self, timeout: float = 15.0) -> None:
         """Stop following Nodes and stop every agent (in parallel)."""
         self._stop.set()
+        self._changed.set()  # wake the reconcile loop from its retry wait: a stop never waits that out
         for thread in (self._thread, self._informer_thread):
             if thread is not None:
                 thread.join(timeout)

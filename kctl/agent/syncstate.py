@@ -22,7 +22,7 @@ from kctl.agent.env import Lookup
 from kctl.agent.images import ImageCopier
 from kctl.agent.probes import ProbeManager
 from kctl.agent.status import Waiting, instances, pod_status
-from kctl.agent.volumes import KIND_VOLUME_WRITER, Files
+from kctl.agent.volumes import KIND_VOLUME_WRITER, ClaimVolume, Files
 from kctl.runtime.interface import LABEL_CONTAINER_KIND, LABEL_MANAGED, LABEL_POD_UID, ContainerState, PodSandbox, \
     Runtime, RuntimeError_
 
@@ -111,6 +111,8 @@ class PodSyncState:
         self.containers: list[ContainerState] = []
         self.files: dict[str, Files] = {}
         self.mount_error = ""
+        #: pod volume name -> what its bound claim mounts (kctl.agent.volumesetup)
+        self.claims: dict[str, ClaimVolume] = {}
         self.phase: str | None = None
         self.reason = self.message = ""
         self._allocatable: dict[str, object] | None = None

@@ -29,7 +29,15 @@ through `Runtime.write_files`.
   system at mountPath before it starts, and, as in Kubernetes, never updated.
 - subPath on emptyDir and hostPath is handed to the runtime, which binds
   `<volume>/<subPath>`; the path must already exist there (kctl cannot create it first).
-- other sources (persistentVolumeClaim, nfs, csi, ...) are refused with a clear reason.
+- persistentVolumeClaim: the claim must be Bound (until it is, the pod's containers wait,
+  with the kubelet's FailedMount "... error processing PVC default/data: PVC is not bound");
+  its PersistentVolume says what is mounted: for csi driver `kctl.io/local-volume` the
+  Podman named volume named the PV's `csi.volumeHandle`, labelled LABEL_PV=<PV name>
+  (kctl.agent.volumesetup creates it if missing; it outlives the pod, and
+  kctl.agent.localvolumes removes it when the PV is released with reclaim policy Delete);
+  for `hostPath` / `local` sources a bind mount of that path on the host. Read-only when
+  the pod's volume says `readOnly: true` or the PV's csi source does.
+- other sources (nfs, csi of another driver, ...) are refused with a clear reason.
 """
 
 from __future__ import annotations
@@ -38,8 +46,10 @@ import base64
 import binascii
 import hashlib
 import posixpath
+from dataclasses import dataclass
 from typing import Mapping
 
+from kctl.machinery.persistentvolumes import HOSTNAME_LABEL, LOCAL_VOLUME_PROVISIONER
 from kctl.agent.containers import pod_labels, sandbox_name
 from kctl.agent.env import Allocatable, Lookup, ReferenceError_, expand, field_value, resource_value
 from kctl.runtime.interface import LABEL_CONTAINER_KIND, LABEL_VOLUME, ContainerSpec, Mount
@@ -48,6 +58,11 @@ FILE_SOURCES = ("configMap", "secret", "downwardAPI", "projected")
 NAMED_SOURCES = ("emptyDir", *FILE_SOURCES)
 DEFAULT_MODE = 0o644
 SECRET_DEFAULT_MODE = 0o600
+#: the label of a PersistentVolume's Podman named volume: the PV's name
+LABEL_PV = "io.kctl.pv"
+#: the CSI driver name of kctl's own volumes (Podman named volumes on one node)
+LOCAL_VOLUME_DRIVER = LOCAL_VOLUME_PROVISIONER
+CLAIM_SOURCE = "persistentVolumeClaim"
 #: LABEL_CONTAINER_KIND of the never-started containers that rewrite a file volume
 KIND_VOLUME_WRITER = "volume-writer"
 WRITER_MOUNT = "/kctl-volume"
@@ -82,7 +97,7 @@ def named_volumes(pod: dict) -> dict[str, str]:
 def unsupported_volumes(pod: dict) -> dict[str, str]:
     """Pod volume name -> the reason kctl cannot provide it."""
     return {v["name"]: f'volume type "{volume_source(v)}" is not supported by kctl'
-            for v in _volumes(pod) if volume_source(v) not in (*NAMED_SOURCES, "hostPath")}
+            for v in _volumes(pod) if volume_source(v) not in (*NAMED_SOURCES, "hostPath", CLAIM_SOURCE)}
 
 
 def _volumes(pod: dict) -> list[dict]:
@@ -108,10 +123,12 @@ def _sub_path(mount: dict, env: Mapping[str, str] | None) -> str | None:
 
 
 def mounts_for(pod: dict, container: dict, volume_names: Mapping[str, str], *,
-               env: Mapping[str, str] | None = None) -> tuple[Mount, ...]:
+               env: Mapping[str, str] | None = None,
+               claims: Mapping[str, ClaimVolume] | None = None) -> tuple[Mount, ...]:
     """The runtime Mounts of a container's volumeMounts.
 
-    `volume_names` maps pod volume names to runtime volume names (`named_volumes`).
+    `volume_names` maps pod volume names to runtime volume names (`named_volumes`);
+    `claims` pod volume names to what their bound claims mount (`resolve_claim`).
     File volumes mounted with a subPath are left out: `subpath_files` writes them.
     """
     mounts: list[Mount] = []
@@ -129,7 +146,119 @@ def mounts_for(pod: dict, container: dict, volume_names: Mapping[str, str], *,
         elif source == "emptyDir":
             mounts.append(Mount(target=target, volume=volume_names[volume["name"]], read_only=read_only,
                                 sub_path=sub_path))
+        elif source == CLAIM_SOURCE and claims and volume["name"] in claims:
+            claim = claims[volume["name"]]
+            mounts.append(Mount(target=target, volume=claim.volume, host_path=claim.host_path,
+                                read_only=read_only or claim.read_only, sub_path=sub_path))
     return tuple(mounts)
+
+
+# -- persistentVolumeClaim volumes -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ClaimVolume:
+    """What a pod's persistentVolumeClaim volume mounts: a named volume (`volume`) or a host path."""
+
+    pv: str
+    volume: str | None = None
+    host_path: str | None = None
+    read_only: bool = False
+
+
+class ClaimError(Exception):
+    """A claim cannot be mounted yet (or at all); the message is the kubelet's.
+
+    `setup` is False while the claim is being processed (not bound, no PV: "failed to
+    process volumes"), True when the PV's source cannot be set up (MountVolume.SetUp).
+    """
+
+    def __init__(self, message: str, *, setup: bool = False) -> None:
+        super().__init__(message)
+        self.setup = setup
+
+
+def claim_volumes(pod: dict) -> list[dict]:
+    """The pod's persistentVolumeClaim volumes."""
+    return [v for v in _volumes(pod) if volume_source(v) == CLAIM_SOURCE]
+
+
+def _hostname_terms_allow(pv: dict, node_name: str) -> bool:
+    """The PV's required node affinity against this node, where it names nodes by kubernetes.io/hostname
+    (the agent knows its node by name only; terms on other labels are the scheduler's to check)."""
+    required = ((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required")
+    if required is None:
+        return True
+    terms = [t for t in required.get("nodeSelectorTerms") or () if isinstance(t, dict)]
+    expressions = [e for t in terms for e in t.get("matchExpressions") or ()]
+    if not terms or any(e.get("key") != HOSTNAME_LABEL for e in expressions) or \
+            any(t.get("matchFields") for t in terms):
+        return True
+    for term in terms:
+        ok = bool(term.get("matchExpressions"))
+        for e in term.get("matchExpressions") or ():
+            values = [str(v) for v in e.get("values") or ()]
+            op = e.get("operator")
+            if (op == "In" and node_name not in values) or (op == "NotIn" and node_name in values) or \
+                    op == "DoesNotExist":
+                ok = False
+        if ok:
+            return True
+    return False
+
+
+def resolve_claim(pod: dict, volume: dict, lookup: Lookup, *, node_name: str = "") -> ClaimVolume:
+    """What a persistentVolumeClaim volume mounts, from its claim and the claim's PV.
+
+    ClaimError, in the kubelet's words, while the claim is missing, being deleted, not
+    bound, or its PV is missing, bound elsewhere, not for this node or of a source kctl
+    cannot mount.
+    """
+    namespace = (pod.get("metadata") or {}).get("namespace") or "default"
+    source = volume.get(CLAIM_SOURCE) or {}
+    name = str(source.get("claimName", ""))
+    where = f"error processing PVC {namespace}/{name}"
+    claim = lookup("PersistentVolumeClaim", namespace, name)
+    if claim is None:
+        raise ClaimError(f'{where}: failed to fetch PVC from API server: persistentvolumeclaims "{name}" not found')
+    if (claim.get("metadata") or {}).get("deletionTimestamp"):
+        raise ClaimError(f"{where}: can't start pod because PVC {namespace}/{name} is being deleted")
+    pv_name = str((claim.get("spec") or {}).get("volumeName") or "")
+    if (claim.get("status") or {}).get("phase") != "Bound" or not pv_name:
+        raise ClaimError(f"{where}: PVC is not bound")
+    pv = lookup("PersistentVolume", "", pv_name)
+    if pv is None:
+        raise ClaimError(f'{where}: failed to fetch PV "{pv_name}" from API server: '
+                         f'persistentvolumes "{pv_name}" not found')
+    ref = (pv.get("spec") or {}).get("claimRef") or {}
+    claim_uid = (claim.get("metadata") or {}).get("uid")
+    if not ref or (ref.get("uid") and ref.get("uid") != claim_uid):
+        raise ClaimError(f'{where}: expected PV "{pv_name}" to be bound to PVC {namespace}/{name} (UID '
+                         f'"{claim_uid}") but its claimRef names {ref.get("namespace", "")}/{ref.get("name", "")} '
+                         f'(UID "{ref.get("uid", "")}")')
+    if node_name and not _hostname_terms_allow(pv, node_name):
+        raise ClaimError(f'MountVolume.NodeAffinity check failed for volume "{pv_name}" : '
+                         f'no matching NodeSelectorTerms', setup=True)
+    read_only = bool(source.get("readOnly"))
+    spec = pv.get("spec") or {}
+    csi = spec.get("csi")
+    if isinstance(csi, dict):
+        driver = str(csi.get("driver", ""))
+        if driver != LOCAL_VOLUME_DRIVER:
+            raise ClaimError(f'MountVolume.SetUp failed for volume "{pv_name}" : kubernetes.io/csi: mounter.SetUpAt '
+                             f'failed to get CSI client: driver name {driver} not found in the list of registered '
+                             f'CSI drivers', setup=True)
+        return ClaimVolume(pv_name, volume=str(csi.get("volumeHandle") or pv_name),
+                           read_only=read_only or bool(csi.get("readOnly")))
+    for kind in ("hostPath", "local"):
+        if isinstance(spec.get(kind), dict) and spec[kind].get("path"):
+            return ClaimVolume(pv_name, host_path=str(spec[kind]["path"]), read_only=read_only)
+    kind = next((k for k, v in spec.items() if isinstance(v, dict) and k not in _PV_SPEC_FIELDS), "unknown")
+    raise ClaimError(f'MountVolume.SetUp failed for volume "{pv_name}" : volume type "{kind}" is not supported by '
+                     f'kctl', setup=True)
+
+
+#: PersistentVolume spec fields that are not the volume's source
+_PV_SPEC_FIELDS = ("capacity", "claimRef", "nodeAffinity", "mountOptions")
 
 
 def writer_spec(pod: dict, volume_name: str, image: str) -> ContainerSpec:
@@ -303,7 +432,9 @@ def content_hash(files: Mapping[str, tuple[bytes, int]]) -> str:
     return digest.hexdigest()
 
 
-__all__ = ["DEFAULT_MODE", "FILE_SOURCES", "Files", "KIND_VOLUME_WRITER", "SECRET_DEFAULT_MODE", "VolumeError",
+__all__ = ["CLAIM_SOURCE", "ClaimError", "ClaimVolume", "LABEL_PV", "LOCAL_VOLUME_DRIVER", "claim_volumes",
+           "resolve_claim",
+           "DEFAULT_MODE", "FILE_SOURCES", "Files", "KIND_VOLUME_WRITER", "SECRET_DEFAULT_MODE", "VolumeError",
            "WRITER_MOUNT", "content_hash", "file_mounts", "files_for_volume", "is_file_volume", "mounts_for",
            "named_volumes", "runtime_volume_name", "subpath_files", "unsupported_volumes", "volume_files",
            "volume_labels", "volume_source", "writer_spec"]

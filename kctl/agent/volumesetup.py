@@ -8,6 +8,10 @@ by kctl.agent.volumes; this module does the runtime calls:
 - create the pod's missing named volumes; compute the files of its configMap, secret,
   downwardAPI and projected volumes (a missing source is a FailedMount, and keeps
   containers from being created);
+- resolve each persistentVolumeClaim volume to its PV (kctl.agent.volumes.resolve_claim):
+  while the claim is not Bound the containers wait, with the kubelet's FailedMount event,
+  and the pod is synced again soon (and at once when the claim changes: the agent's
+  informer); a `kctl.io/local-volume` PV's Podman named volume is created if missing;
 - write a volume's files into a created container before it starts (unless the volume
   already holds them: content hashes per (pod uid, volume) live in the SyncContext);
 - rewrite a volume whose source changed while containers run, through a never-started
@@ -22,12 +26,17 @@ from kctl.agent.containers import KIND_APP, KIND_INIT, LABEL_IMAGE
 from kctl.agent.syncstate import ERROR_RETRY_SECONDS, PodSyncState
 from kctl.agent.volumes import (
     KIND_VOLUME_WRITER,
+    LABEL_PV,
     WRITER_MOUNT,
+    ClaimError,
+    ClaimVolume,
     Files,
     VolumeError,
+    claim_volumes,
     content_hash,
     file_mounts,
     named_volumes,
+    resolve_claim,
     subpath_files,
     unsupported_volumes,
     volume_files,
@@ -49,6 +58,8 @@ def ensure_volumes(s: PodSyncState) -> None:
         if runtime_name not in existing:
             s.runtime.create_volume(runtime_name, volume_labels(s.pod, name))
             s.ctx.volume_hashes.pop((s.uid, name), None)
+    if not ensure_claims(s):
+        return
     for volume in s.spec.get("volumes") or ():
         if volume_source(volume) not in ("configMap", "secret", "downwardAPI", "projected"):
             continue
@@ -59,8 +70,42 @@ def ensure_volumes(s: PodSyncState) -> None:
             return
 
 
+def ensure_claims(s: PodSyncState) -> bool:
+    """Resolve the pod's persistentVolumeClaim volumes into s.claims; False (a FailedMount) while one cannot be."""
+    for volume in claim_volumes(s.pod):
+        try:
+            claim = resolve_claim(s.pod, volume, s.ctx.lookup, node_name=s.ctx.node_name)
+            if claim.volume is not None:
+                _ensure_pv_volume(s, claim)
+        except ClaimError as error:
+            name = volume["name"]
+            _set_mount_error(s, str(error) if error.setup else (
+                f"Unable to attach or mount volumes: unmounted volumes=[{name}], unattached volumes=[{name}], "
+                f"failed to process volumes=[{name}]: {error}"))
+            s.requeue.append(ERROR_RETRY_SECONDS)
+            return False
+        except RuntimeError_ as error:
+            _set_mount_error(s, f'MountVolume.SetUp failed for volume "{volume["name"]}" : {error}')
+            s.requeue.append(ERROR_RETRY_SECONDS)
+            return False
+        s.claims[volume["name"]] = claim
+    return True
+
+
+def _ensure_pv_volume(s: PodSyncState, claim: ClaimVolume) -> None:
+    """The Podman named volume of a kctl.io/local-volume PV, created on this host if missing (it outlives pods)."""
+    assert claim.volume is not None
+    if claim.volume not in s.runtime.list_volumes({LABEL_PV: claim.pv}):
+        s.runtime.create_volume(claim.volume, {LABEL_PV: claim.pv})
+
+
 def _mount_failed(s: PodSyncState, volume: str, reason: str) -> None:
-    s.mount_error = f'MountVolume.SetUp failed for volume "{volume}" : {reason}'
+    _set_mount_error(s, f'MountVolume.SetUp failed for volume "{volume}" : {reason}')
+
+
+def _set_mount_error(s: PodSyncState, message: str) -> None:
+    """Containers wait with `message`; a FailedMount event when it is new."""
+    s.mount_error = message
     if all(s.previous_waiting(str(c.get("name", ""))) != ("ContainerCreating", s.mount_error)
            for c in s.spec.get("containers") or ()):
         s.event("Warning", "FailedMount", s.mount_error)
@@ -131,4 +176,4 @@ def _write_with_helper(s: PodSyncState, volume: str, files: Files, image: str) -
         s.runtime.remove_container(helper)
 
 
-__all__ = ["ensure_volumes", "refresh_volume_files", "write_volume_files"]
+__all__ = ["ensure_claims", "ensure_volumes", "refresh_volume_files", "write_volume_files"]

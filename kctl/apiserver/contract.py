@@ -17,7 +17,7 @@ What a client may do:
 - follow changes: `watch(rt or None, since=revision)`, (type, object) per change; an
   object's metadata.resourceVersion is the revision of its change;
 - write, with Kubernetes' semantics (admission, optimistic concurrency, the audit log):
-  `create`, `update`, `update_status`, `patch`, `apply`, `delete`, `bind`, and batched,
+  `create`, `update`, `update_status`, `patch`, `apply`, `delete`, `bind`, `evict`, and batched,
   one transaction each: `write_all`, `update_status_all`, `bind_all`;
 - administer the store where it is local: `backup`, `restore`, `vacuum`, `rotate_key`
   (the remote form refuses them with one BadRequest line), `where` (the store's location
@@ -154,6 +154,10 @@ class API(Protocol):
 
     def bind_all(self, bindings: list[Binding]) -> list[WriteResult]:
         """Many bindings in one transaction; each fails alone."""
+
+    def evict(self, namespace: str | None, name: str, *, grace_period: int | None = None,
+              dry_run: bool = False) -> dict:
+        """pods/eviction: delete the pod unless its PodDisruptionBudget forbids it (TooManyRequests); a Status."""
 
     # -- the store, where it is local -------------------------------------------------------
 

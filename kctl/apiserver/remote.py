@@ -492,6 +492,10 @@ class RemoteAPIServer:
     def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> dict:
         return self._call("bind", namespace=namespace, name=name, node_name=node_name, uid=uid)
 
+    def evict(self, namespace: str | None, name: str, *, grace_period: int | None = None,
+              dry_run: bool = False) -> dict:
+        return self._call("evict", namespace=namespace, name=name, grace_period=grace_period, dry_run=dry_run)
+
     def bind_all(self, bindings: list[Binding]) -> list[WriteResult]:
         results = self._call("bind_all", bindings=[wire.encode_binding(b) for b in bindings])
         return [wire.decode_write_result(r) for r in results]

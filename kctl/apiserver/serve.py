@@ -122,6 +122,9 @@ class _Methods:
     def bind_all(self, bindings):
         return self.api.bind_all(bindings)
 
+    def evict(self, namespace, name, *, grace_period=None, dry_run=False):
+        return self.api.evict(namespace, name, grace_period=grace_period, dry_run=dry_run)
+
     def store_get_by_uid(self, uid):  # (the wire names of get_by_uid and revision)
         return self.api.get_by_uid(uid)
 

@@ -63,6 +63,11 @@ RETRY_BACKOFF_BASE = 0.002
 RETRY_BACKOFF_CAP = 0.1
 
 
+def _metrics_write(event: dict) -> bool:
+    return (event.get("objectRef") or {}).get("apiGroup") == "metrics.k8s.io" \
+        and (event.get("responseStatus") or {}).get("code", 500) < 400
+
+
 def now_rfc3339() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -489,6 +494,15 @@ class APIServer:
         status["conditions"] = conditions
         return txn.put("Pod", b.namespace, b.name, pod, event="MODIFIED")
 
+    # -- pods/eviction (drain's write) ----------------------------------------------------
+
+    def evict(self, namespace: str | None, name: str, *, grace_period: int | None = None,
+              dry_run: bool = False) -> dict:
+        """pods/eviction: delete the pod if its PodDisruptionBudget allows (kctl.apiserver.eviction)."""
+        from kctl.apiserver import eviction
+
+        return eviction.evict(self, namespace, name, grace_period=grace_period, dry_run=dry_run)
+
     # -- writes: prepare ---------------------------------------------------------------
 
     def _prepare(self, op: str, obj: dict, namespace: str | None, dry_run: bool,
@@ -839,7 +853,13 @@ class APIServer:
     # -- the audit log -----------------------------------------------------------------
 
     def _audit(self, events: list[dict]) -> None:
-        """Append events to the audit log (after the transaction; never raises)."""
+        """Append events to the audit log (after the transaction; never raises).
+
+        Successful writes of the node agents' resource metrics (metrics.k8s.io, one per pod
+        every resolution) are left out: Kubernetes never stores them, so they are not API
+        changes an auditor looks for, and they would rotate the real ones out of the log.
+        """
+        events = [e for e in events if not _metrics_write(e)]
         if events and self.audit_log is not None:
             self.audit_log.record(events)
 

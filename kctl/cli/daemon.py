@@ -98,6 +98,10 @@ def daemon(
         "--resync", click_type=duration(min=0.5), help="Time between full re-syncs of a pod.")] = 10.0,
     heartbeat: Annotated[float, typer.Option(
         "--heartbeat", click_type=duration(min=0.5), help="Time between node heartbeats (Lease renewals).")] = 5.0,
+    metric_resolution: Annotated[float, typer.Option(
+        "--metric-resolution", click_type=duration(min=0.0),
+        help="Time between two samples of each host's pod and node usage, written as PodMetrics and NodeMetrics "
+             "for `kctl top` and autoscaling (as metrics-server's flag; 0: none).")] = 15.0,
     backoff_initial: Annotated[float, typer.Option(
         "--backoff-initial", click_type=duration(min=0.1),
         help="Length of the first crash-loop back-off (doubles each restart).")] = 10.0,
@@ -143,6 +147,24 @@ def daemon(
         "--cluster-dns-advertise-address", metavar="IP",
         help="Address of this host the Nodes reach its DNS at, for kube-dns's EndpointSlice (repeatable; "
              "default: the source address of the route to each Node).")] = None,
+    hpa_sync_period: Annotated[float, typer.Option(
+        "--horizontal-pod-autoscaler-sync-period", click_type=duration(min=0.1),
+        help="Time between two looks of the horizontal-pod-autoscaler controller at each HPA.")] = 15.0,
+    hpa_downscale_stabilization: Annotated[float, typer.Option(
+        "--horizontal-pod-autoscaler-downscale-stabilization", click_type=duration(min=0.0),
+        help="An HPA scales down to the highest count it recommended within this window (its behavior may "
+             "set its own).")] = 300.0,
+    hpa_tolerance: Annotated[float, typer.Option(
+        "--horizontal-pod-autoscaler-tolerance", min=0.0,
+        help="An HPA leaves its target alone while usage/target is within 1 +- this.")] = 0.1,
+    hpa_cpu_initialization_period: Annotated[float, typer.Option(
+        "--horizontal-pod-autoscaler-cpu-initialization-period", click_type=duration(min=0.0),
+        help="After a pod starts, its cpu samples count for an HPA only once it is Ready and sampled a full "
+             "window after that, for this long.")] = 300.0,
+    hpa_initial_readiness_delay: Annotated[float, typer.Option(
+        "--horizontal-pod-autoscaler-initial-readiness-delay", click_type=duration(min=0.0),
+        help="After a pod starts, readiness changes within this delay count as its initial readiness for "
+             "an HPA.")] = 30.0,
     controllers: Annotated[str, typer.Option(
         "--controllers", metavar="LIST",
         help="Controllers to run, comma-separated: '*' all, 'name' enables one, '-name' disables one "
@@ -208,6 +230,12 @@ def daemon(
     settings = DaemonSettings(
         node=node, podman_url=podman_url, image_source=image_source, workers=workers, resync=resync,
         heartbeat=heartbeat, backoff_initial=backoff_initial, backoff_max=backoff_max, scheduler_config=config,
+        metric_resolution=metric_resolution,
+        horizontal_pod_autoscaler_sync_period=hpa_sync_period,
+        horizontal_pod_autoscaler_downscale_stabilization=hpa_downscale_stabilization,
+        horizontal_pod_autoscaler_tolerance=hpa_tolerance,
+        horizontal_pod_autoscaler_cpu_initialization_period=hpa_cpu_initialization_period,
+        horizontal_pod_autoscaler_initial_readiness_delay=hpa_initial_readiness_delay,
         event_ttl=event_ttl, node_monitor_grace_period=node_monitor_grace_period,
         default_toleration_seconds=default_toleration_seconds, max_endpoints_per_slice=max_endpoints_per_slice,
         control_plane=not no_controllers,

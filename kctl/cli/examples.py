@@ -234,6 +234,9 @@ kctl drain h2 --ignore-daemonsets
 
 # Give up after 5 minutes, deleting pods that use emptyDir volumes too
 kctl drain h2 --ignore-daemonsets --delete-emptydir-data --timeout 5m
+
+# Delete the pods instead of evicting them (PodDisruptionBudgets are not consulted)
+kctl drain h2 --ignore-daemonsets --disable-eviction
 """,
     "expose": """
 # A ClusterIP Service for the web Deployment, port 80 to the pods' 8080
@@ -241,6 +244,13 @@ kctl expose deployment web --port 80 --target-port 8080
 
 # A NodePort Service for one pod, printed and not created
 kctl expose pod web-1 --port 80 --type NodePort --dry-run=client -o yaml
+""",
+    "autoscale": """
+# Keep the web Deployment between 2 and 5 pods, at 70% of their cpu requests
+kctl autoscale deployment web --min 2 --max 5 --cpu-percent 70
+
+# Print the HorizontalPodAutoscaler for a StatefulSet without creating it
+kctl autoscale statefulset db --max 3 --dry-run=client -o yaml
 """,
     "port-forward": """
 # Listen on 8080 here, forward to port 80 of pod web-1
@@ -258,6 +268,9 @@ kctl scale deployment web --replicas 3
 
 # Scale only if it has 2 replicas now
 kctl scale deployment/web --current-replicas 2 --replicas 5
+
+# Scale a statefulset to 5 pods (web-3 and web-4 are added, in order)
+kctl scale statefulset web --replicas 5
 """,
     "serve": """
 # Serve the store's API over stdin/stdout (what --server runs over SSH)
@@ -319,6 +332,30 @@ kctl node remove h2 --timeout 2m
 # Remove it at once, without draining
 kctl node remove h2 --force
 """,
+    "top": """
+# Show the CPU and memory of the pods in the default namespace, busiest first
+kctl top pod --sort-by cpu
+
+# Show the usage of each node
+kctl top node
+""",
+    "top pod": """
+# Show the CPU and memory of the pods in every namespace
+kctl top pod -A
+
+# Show one pod's containers
+kctl top pod web-7d4b9c-x2x9q --containers
+
+# Show the pods labelled app=web, by memory
+kctl top pod -l app=web --sort-by memory
+""",
+    "top node": """
+# Show the usage of each node, as a share of its allocatable too
+kctl top node
+
+# Show one node
+kctl top node h1
+""",
     "rollout": """
 # Watch a deployment's rollout until it completes
 kctl rollout status deployment/web
@@ -339,6 +376,9 @@ kctl rollout history deployment/web
 
 # The pod template of revision 3
 kctl rollout history deployment/web --revision 3
+
+# A statefulset's revisions (its ControllerRevisions)
+kctl rollout history statefulset/web
 """,
     "rollout undo": """
 # Go back to the previous revision
@@ -346,6 +386,9 @@ kctl rollout undo deployment/web
 
 # Go back to revision 3
 kctl rollout undo deployment/web --to-revision 3
+
+# Put a statefulset's previous pod template back
+kctl rollout undo statefulset/web
 """,
     "rollout restart": """
 # Replace every pod of a deployment, as a rolling update

@@ -344,7 +344,10 @@ def describe(
                 endpoint_slices, _ = server.list(
                     server.resource("endpointslices.discovery.k8s.io"), namespace=ns,
                     label_selector=parse_label_selector(f"kubernetes.io/service-name={obj['metadata']['name']}"))
-            out.append(render(obj, rt, events, replica_sets=replica_sets, endpoint_slices=endpoint_slices))
+            pods = None
+            if rt.group_kind in ("StatefulSet.apps", "PersistentVolumeClaim"):
+                pods, _ = server.list(server.resource("pods"), namespace=ns)
+            out.append(render(obj, rt, events, replica_sets=replica_sets, endpoint_slices=endpoint_slices, pods=pods))
     if not out:
         print(f"No resources found in {connect.namespace_arg(namespace)} namespace.", file=sys.stderr)
         return

@@ -3,7 +3,8 @@
 cordon and uncordon set spec.unschedulable (the scheduler's NodeUnschedulable plugin
 honours it). drain cordons, then decides pod by pod as kubectl's drain filters do
 (DaemonSet pods, mirror pods, pods with emptyDir data, pods no controller owns), evicts
-the pods it may (a delete with the pod's grace period; the node agent stops them) and
+the pods it may through the Eviction subresource (a PodDisruptionBudget may refuse: the pod
+is tried again every 5 s, as kubectl does) or, with --disable-eviction, deletes them, and
 watches until they are gone. Messages are kubectl's. The decisions and the evicting are
 library code (kctl.ops.drain); this module parses the flags and prints.
 """
@@ -11,7 +12,7 @@ library code (kctl.ops.drain); this module parses the flags and prints.
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Optional
+from typing import Annotated, Callable, Optional
 
 import typer
 
@@ -22,6 +23,7 @@ from kctl.ops.drain import (  # noqa: F401  (PodVerdict, DrainOptions and the fi
     DrainFailed,
     DrainOptions,
     DrainTimeout,
+    EvictionFailed,
     PodVerdict,
     drain_errors,
     drain_warnings,
@@ -77,16 +79,7 @@ def uncordon(
 
 def _format_duration(seconds: float) -> str:
     """Go's Duration.String: 300ms, 5s, 1.5s, 1m30s, 1h0m0s."""
-    if seconds < 1:
-        return f"{round(seconds * 1000, 3):g}ms"
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    text = f"{round(secs, 9):g}s"
-    if hours or minutes:
-        text = f"{int(minutes)}m" + text
-    if hours:
-        text = f"{int(hours)}h" + text
-    return text
+    return drain_ops.go_duration(seconds)
 
 
 @app.command()
@@ -101,8 +94,10 @@ def drain(
     grace_period: Annotated[int, typer.Option(
         help="Seconds each pod gets to stop (-1: the pod's own terminationGracePeriodSeconds).")] = -1,
     timeout: Annotated[str, typer.Option(help="Give up after this long (Go duration; 0: never).")] = "0s",
+    disable_eviction: Annotated[bool, typer.Option(
+        help="Delete the pods instead of evicting them: PodDisruptionBudgets are not consulted.")] = False,
 ) -> None:
-    """Cordon nodes, then evict their pods and wait until the pods are gone."""
+    """Cordon nodes, then evict their pods (honouring PodDisruptionBudgets) and wait until the pods are gone."""
     from kctl.cli.durations import parse_timeout
     from kctl.cli.wait import timeout_exit_code
 
@@ -115,7 +110,7 @@ def drain(
     for i, name in enumerate(nodes):
         try:
             _drain_one(name, opts, grace_period=None if grace_period < 0 else grace_period,
-                       timeout=seconds, timeout_code=timeout_exit_code())
+                       timeout=seconds, timeout_code=timeout_exit_code(), disable_eviction=disable_eviction)
         except DrainFailed as failure:
             _report_failure(nodes[i:], name, failure)
             raise typer.Exit(failure.code) from None
@@ -135,8 +130,8 @@ def _report_failure(pending_nodes: list[str], name: str, failure: DrainFailed) -
 
 
 def _drain_one(name: str, opts: DrainOptions, *, grace_period: Optional[int], timeout: float | None,
-               timeout_code: int) -> None:
-    """Drain one cordoned node: evict what the filters allow and wait; DrainFailed when it cannot."""
+               timeout_code: int, disable_eviction: bool = False) -> None:
+    """Drain one cordoned node: evict (or delete) what the filters allow and wait; DrainFailed when it cannot."""
     server = connect.api()
     verdicts = pods_for_deletion(drain_ops.pods_on_node(server, name), opts, drain_ops.daemonset_lookup(server))
     errors = drain_errors(verdicts)
@@ -145,22 +140,65 @@ def _drain_one(name: str, opts: DrainOptions, *, grace_period: Optional[int], ti
     warnings = drain_warnings(verdicts)
     if warnings:
         print(f"Warning: {warnings}", file=sys.stderr)
+    if disable_eviction:
+        try:
+            _delete_and_wait(verdicts, grace_period=grace_period, timeout=timeout, word="deleted", announce=False)
+        except DrainTimeout as exc:
+            error = f"drain did not complete within {_format_duration(timeout or 0)}"
+            print(f'There are pending pods in node "{name}" when an error occurred: {error}', file=sys.stderr)
+            for pod_name in exc.pending:
+                print(f"pod/{pod_name}", file=sys.stderr)
+            raise DrainFailed(error, [f"error: {error}"], timeout_code) from None
+        return
     try:
-        evict_and_wait(verdicts, grace_period=grace_period, timeout=timeout)
-    except DrainTimeout as exc:
-        error = f"drain did not complete within {_format_duration(timeout or 0)}"
-        print(f'There are pending pods in node "{name}" when an error occurred: {error}', file=sys.stderr)
-        for pod_name in exc.pending:
-            print(f"pod/{pod_name}", file=sys.stderr)
-        raise DrainFailed(error, [f"error: {error}"], timeout_code) from None
+        _evict_and_wait(verdicts, grace_period=grace_period, timeout=timeout)
+    except EvictionFailed as exc:
+        error = str(exc)
+        pending = [v.pod["metadata"]["name"] for v in pods_for_deletion(
+            drain_ops.pods_on_node(server, name), opts, drain_ops.daemonset_lookup(server)) if v.delete]
+        if pending:
+            print(f'There are pending pods in node "{name}" when an error occurred: {error}', file=sys.stderr)
+            for pod_name in pending:
+                print(f"pod/{pod_name}", file=sys.stderr)
+        final = [f"error: {error}"] if len(exc.errors) == 1 else list(exc.errors)
+        raise DrainFailed(error, final, timeout_code if exc.timed_out else 1) from None
+
+
+def _evicted(word: str) -> "Callable[[str], None]":
+    def report(name: str) -> None:
+        print(f"pod/{name} {word}")
+        sys.stdout.flush()
+
+    return report
+
+
+def _evicting(key: str) -> None:
+    print(f"evicting pod {key}", file=sys.stderr)
+    sys.stderr.flush()
+
+
+def _refused(key: str, message: str) -> None:
+    """kubectl's line for an eviction a PodDisruptionBudget refused (TooManyRequests)."""
+    namespace, _, name = key.partition("/")
+    print(f'error when evicting pods/"{name}" -n "{namespace}" (will retry after 5s): {message}', file=sys.stderr)
+    sys.stderr.flush()
+
+
+def _evict_and_wait(verdicts: list[PodVerdict], *, grace_period: Optional[int], timeout: float | None) -> None:
+    """kctl.ops.drain.evict_and_wait (the Eviction subresource) on this command's API, printing kubectl's lines."""
+    drain_ops.evict_and_wait(connect.api(), verdicts, grace_period=grace_period, timeout=timeout,
+                             on_evicting=_evicting, on_evicted=_evicted("evicted"), on_refused=_refused)
+
+
+def _delete_and_wait(verdicts: list[PodVerdict], *, grace_period: Optional[int], timeout: float | None,
+                     word: str, announce: bool) -> None:
+    """kctl.ops.drain.delete_and_wait on this command's API: `pod/NAME <word>` as each goes."""
+    drain_ops.delete_and_wait(connect.api(), verdicts, grace_period=grace_period, timeout=timeout,
+                              on_evicting=_evicting if announce else (lambda _key: None),
+                              on_evicted=_evicted(word))
 
 
 def evict_and_wait(verdicts: list[PodVerdict], *, grace_period: Optional[int], timeout: float | None) -> None:
-    """kctl.ops.drain.evict_and_wait on this command's API, printing kubectl's lines."""
-    def evicted(name: str) -> None:
-        print(f"pod/{name} evicted")
-        sys.stdout.flush()
-
-    drain_ops.evict_and_wait(connect.api(), verdicts, grace_period=grace_period, timeout=timeout,
-                             on_evicting=lambda key: print(f"evicting pod {key}", file=sys.stderr),
-                             on_evicted=evicted)
+    """Delete the pods directly (no budget consulted) and wait, printing drain's lines: `kctl node remove`,
+    which must empty a host it forgets whatever the budgets say. DrainTimeout names the pods left."""
+    _delete_and_wait(verdicts, grace_period=grace_period, timeout=timeout, word="evicted", announce=True)

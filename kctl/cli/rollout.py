@@ -1,11 +1,12 @@
-"""`kctl rollout status|history|undo|restart|pause|resume`: managing a Deployment's rollout.
+"""`kctl rollout status|history|undo|restart|pause|resume`: managing a Deployment's (DaemonSet's,
+StatefulSet's) rollout.
 
 As in kubectl, all of it happens client-side against the API: status watches the object
-(kctl.cli.wait.watch_object) and reads the status the Deployment controller writes;
+(kctl.cli.wait.watch_object) and reads the status the controller writes;
 history and undo read the ReplicaSets the Deployment owns and their
-`deployment.kubernetes.io/revision` annotations; undo copies a revision's pod template
-back into the Deployment (library code: kctl.ops.rollback); restart, pause and resume change
-one field. The controller
+`deployment.kubernetes.io/revision` annotations (for a StatefulSet: the ControllerRevisions it
+controls); undo copies a revision's pod template back (library code: kctl.ops.rollback);
+restart, pause and resume change one field. The controller
 (kctl.controllers) then acts on what was written.
 """
 
@@ -24,7 +25,8 @@ app = typer.Typer()
 
 rollout_app = typer.Typer(
     name="rollout",
-    help="Manage the rollout of Deployments (and DaemonSets): status, history, undo, restart, pause, resume.",
+    help="Manage the rollout of Deployments, DaemonSets and StatefulSets: status, history, undo, restart, pause, "
+         "resume.",
     no_args_is_help=True,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -35,6 +37,7 @@ CHANGE_CAUSE = "kubernetes.io/change-cause"
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 DEPLOYMENT = "Deployment.apps"
 DAEMONSET = "DaemonSet.apps"
+STATEFULSET = "StatefulSet.apps"
 
 ResourcesArg = Annotated[Optional[list[str]], typer.Argument(help="TYPE NAME... or TYPE/NAME... (deployment/web)")]
 FileOpt = Annotated[list[str], typer.Option("--filename", "-f", help="The objects these manifests name.")]
@@ -113,7 +116,34 @@ def daemonset_status(ds: dict, *, revision: int = 0) -> tuple[str, bool]:
     return f'daemon set "{name}" successfully rolled out', True
 
 
-STATUS_VIEWERS = {DEPLOYMENT: deployment_status, DAEMONSET: daemonset_status}
+def statefulset_status(sts: dict, *, revision: int = 0) -> tuple[str, bool]:
+    """kubectl's StatefulSetStatusViewer: (the line to print, done); ValueError when it cannot say."""
+    meta, spec, status = sts.get("metadata") or {}, sts.get("spec") or {}, sts.get("status") or {}
+    strategy = spec.get("updateStrategy") or {}
+    if (strategy.get("type") or "RollingUpdate") != "RollingUpdate":
+        raise ValueError("rollout status is only available for RollingUpdate strategy type")
+    if not status.get("observedGeneration") or meta.get("generation", 0) > status.get("observedGeneration", 0):
+        return "Waiting for statefulset spec update to be observed...", False
+    replicas = spec.get("replicas", 1)
+    ready = status.get("readyReplicas", 0)
+    if replicas is not None and ready < replicas:
+        return f"Waiting for {replicas - ready} pods to be ready...", False
+    rolling = strategy.get("rollingUpdate")
+    if (strategy.get("type") or "RollingUpdate") == "RollingUpdate" and isinstance(rolling, dict):
+        partition = rolling.get("partition")
+        updated = status.get("updatedReplicas", 0)
+        if replicas is not None and partition is not None and updated < replicas - partition:
+            return (f"Waiting for partitioned roll out to finish: {updated} out of {replicas - partition} "
+                    "new pods have been updated..."), False
+        return f"partitioned roll out complete: {updated} new pods have been updated...", True
+    if status.get("updateRevision") != status.get("currentRevision"):
+        return (f"waiting for statefulset rolling update to complete {status.get('updatedReplicas', 0)} pods at "
+                f"revision {status.get('updateRevision', '')}..."), False
+    return (f"statefulset rolling update complete {status.get('currentReplicas', 0)} pods at revision "
+            f"{status.get('currentRevision', '')}..."), True
+
+
+STATUS_VIEWERS = {DEPLOYMENT: deployment_status, DAEMONSET: daemonset_status, STATEFULSET: statefulset_status}
 
 
 @rollout_app.command()
@@ -173,8 +203,22 @@ def owned_replica_sets(deployment: dict) -> list[dict]:
 
 
 def _require_deployment(rt: ResourceType, what: str) -> None:
-    if rt.group_kind != DEPLOYMENT:
+    if rt.group_kind not in (DEPLOYMENT, STATEFULSET):
         raise _fail(f"no {what} has been implemented for {_kind_name(rt)}")
+
+
+def _history(obj: dict, rt: ResourceType) -> dict[int, tuple[str, dict]]:
+    """revision -> (change cause, pod template) of a Deployment's ReplicaSets or a StatefulSet's revisions."""
+    if rt.group_kind == STATEFULSET:
+        from kctl.controllers.statefulset.revisions import number, template_of_revision
+        from kctl.ops.rollback import owned_revisions
+
+        return {number(r): ((r["metadata"].get("annotations") or {}).get(CHANGE_CAUSE) or "<none>",
+                            template_of_revision(r))
+                for r in owned_revisions(connect.api(), obj)}
+    return {_revision_of(rs): ((rs["metadata"].get("annotations") or {}).get(CHANGE_CAUSE) or "<none>",
+                               (rs.get("spec") or {}).get("template") or {})
+            for rs in owned_replica_sets(obj) if _revision_of(rs) > 0}
 
 
 @rollout_app.command()
@@ -185,31 +229,29 @@ def history(
     selector: SelectorOpt = None,
     revision: Annotated[int, typer.Option(help="Show the pod template of this revision.")] = 0,
 ) -> None:
-    """List a Deployment's revisions with their change causes (or one revision's pod template)."""
+    """List a Deployment's or StatefulSet's revisions with their change causes (or one revision's pod template)."""
     from kctl.output.describe import PrefixWriter, describe_pod_template
 
     for rt, obj in _targets(resources, filename, namespace, selector):
         _require_deployment(rt, "history viewer")
-        sets = [rs for rs in owned_replica_sets(obj) if _revision_of(rs) > 0]
+        by_revision = _history(obj, rt)
         ref = connect.ref(rt, obj["metadata"]["name"])
         if revision > 0:
-            chosen = next((rs for rs in sets if _revision_of(rs) == revision), None)
+            chosen = by_revision.get(revision)
             if chosen is None:
                 raise _fail(f"unable to find the specified revision {revision}")
             w = PrefixWriter()
-            describe_pod_template(w, (chosen.get("spec") or {}).get("template") or {})
+            describe_pod_template(w, chosen[1])
             print(f"{ref} with revision #{revision}")
             print(w.text())
             continue
-        if not sets:
+        if not by_revision:
             print(f"{ref} \nNo rollout history found.")
             continue
-        by_revision = {_revision_of(rs): rs for rs in sets}
         width = max(len("REVISION"), *(len(str(r)) for r in by_revision)) + 2
         rows = ["REVISION".ljust(width) + "CHANGE-CAUSE"]
         for rev in sorted(by_revision):
-            cause = (by_revision[rev]["metadata"].get("annotations") or {}).get(CHANGE_CAUSE) or "<none>"
-            rows.append(f"{str(rev).ljust(width)}{cause}")
+            rows.append(f"{str(rev).ljust(width)}{by_revision[rev][0]}")
         print(f"{ref} ")
         print("\n".join(rows) + "\n")
 
@@ -223,15 +265,16 @@ def undo(
     to_revision: Annotated[int, typer.Option(help="The revision to go back to (0: the previous one).")] = 0,
     dry_run: Annotated[Optional[str], typer.Option("--dry-run", help="'server' or 'client': change nothing.")] = None,
 ) -> None:
-    """Roll a Deployment back to an earlier revision's pod template."""
-    from kctl.ops.rollback import RollbackError, rollback
+    """Roll a Deployment or StatefulSet back to an earlier revision's pod template."""
+    from kctl.ops.rollback import RollbackError, rollback, rollback_statefulset
 
     server = connect.api()
     for rt, obj in _targets(resources, filename, namespace, selector):
         _require_deployment(rt, "rollbacker")
         ref = connect.ref(rt, obj["metadata"]["name"])
         try:
-            result = rollback(server, rt, obj, to_revision=to_revision, dry_run=dry_run)
+            roll = rollback_statefulset if rt.group_kind == STATEFULSET else rollback
+            result = roll(server, rt, obj, to_revision=to_revision, dry_run=dry_run)
         except RollbackError as exc:
             raise _fail(str(exc)) from None
         if not result.rolled_back:
@@ -257,10 +300,10 @@ def restart(
     namespace: NamespaceOpt = None,
     selector: SelectorOpt = None,
 ) -> None:
-    """Restart every pod of a Deployment or DaemonSet through a rollout (restartedAt annotation)."""
+    """Restart every pod of a Deployment, DaemonSet or StatefulSet through a rollout (restartedAt annotation)."""
     server = connect.api()
     for rt, obj in _targets(resources, filename, namespace, selector):
-        if rt.group_kind not in (DEPLOYMENT, DAEMONSET):
+        if rt.group_kind not in (DEPLOYMENT, DAEMONSET, STATEFULSET):
             raise _fail(f"{connect.ref(rt, obj['metadata']['name'])}: restarting is not supported")
         if rt.group_kind == DEPLOYMENT and (obj.get("spec") or {}).get("paused"):
             raise _fail("can't restart paused deployment (run rollout resume first)")

@@ -1,6 +1,6 @@
 """`kctl scale` and `kctl set image`: the two quick spec edits of a workload.
 
-scale writes spec.replicas of Deployments and ReplicaSets (with kubectl's
+scale writes spec.replicas of Deployments, ReplicaSets and StatefulSets (with kubectl's
 --current-replicas and --resource-version preconditions); set image changes container
 images in anything that holds a pod template (or a Pod). Both write through the API
 layer with a resourceVersion precondition; the controllers do the rest.
@@ -22,13 +22,14 @@ if TYPE_CHECKING:
 #: this module's commands; kctl.cli.main mounts them (main.COMMANDS)
 app = typer.Typer()
 
-SCALABLE = ("Deployment.apps", "ReplicaSet.apps")
+SCALABLE = ("Deployment.apps", "ReplicaSet.apps", "StatefulSet.apps")
 #: where each kind keeps its pod spec
 POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
     "Pod": ("spec",),
     "Deployment.apps": ("spec", "template", "spec"),
     "ReplicaSet.apps": ("spec", "template", "spec"),
     "DaemonSet.apps": ("spec", "template", "spec"),
+    "StatefulSet.apps": ("spec", "template", "spec"),
     "Job.batch": ("spec", "template", "spec"),
     "CronJob.batch": ("spec", "jobTemplate", "spec", "template", "spec"),
 }
@@ -67,7 +68,7 @@ def scale(
     all_: AllOpt = False,
     dry_run: DryRunOpt = None,
 ) -> None:
-    """Set the number of replicas of Deployments and ReplicaSets."""
+    """Set the number of replicas of Deployments, ReplicaSets and StatefulSets."""
     from kctl.cli.modify import named_objects
 
     if replicas is None or replicas < 0:
@@ -80,7 +81,8 @@ def scale(
         meta = obj["metadata"]
         ref = connect.ref(rt, meta["name"])
         if rt.group_kind not in SCALABLE:
-            raise _fail(f"{ref}: cannot scale {rt.group_resource}: only deployments and replicasets have replicas")
+            raise _fail(f"{ref}: cannot scale {rt.group_resource}: only deployments, replicasets and statefulsets "
+                        "have replicas")
         actual = (obj.get("spec") or {}).get("replicas", 1)
         if current_replicas is not None and actual != current_replicas:
             raise _fail(f"Expected replicas to be {current_replicas}, was {actual}")
@@ -185,7 +187,7 @@ def set_image(
     all_: AllOpt = False,
     dry_run: DryRunOpt = None,
 ) -> None:
-    """Update the image of containers in Pods, Deployments, ReplicaSets, DaemonSets, Jobs and CronJobs."""
+    """Update the image of containers in Pods, Deployments, ReplicaSets, DaemonSets, StatefulSets, Jobs and CronJobs."""
     from kctl.cli.modify import named_objects
 
     words, images = _split_args(list(args or []))

@@ -5,7 +5,8 @@ Read bottom-up: `workqueue` (de-duplicated, per-key serialised queue with back-o
 (creations/deletions in flight), `leader` (Lease-based leader election), `retry`
 (`retry_on_conflict` for read-modify-write), `claim` (ControllerRefManager: adopt orphans,
 release what stopped matching), `tolerations` (v1 Toleration.ToleratesTaint), `errors`
-(temporary vs permanent errors), `statuswriter` (status written only when it changed).
+(temporary vs permanent errors), `statuswriter` (status written only when it changed),
+`scale` (a workload's scale subresource: the HPA controller's scale client).
 
 Used by the controllers (kctl/controllers/), the scheduler (kctl/scheduler/), the node
 agents (kctl/agent/) and the daemon's composition (kctl/daemon/); it sits on the API

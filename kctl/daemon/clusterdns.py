@@ -55,6 +55,8 @@ COMPONENT = "kctl-cluster-dns"
 BIND_RETRY_SECONDS = 5.0
 #: seconds between checks of the kube-dns Service and slice (changes to them or to Nodes wake it sooner)
 RECONCILE_SECONDS = 10.0
+#: the longest the serving loop sleeps between looks at leadership and the times above (join() wakes it)
+LOOP_SECONDS = 0.5
 #: seconds the Node addresses of the source check are cached
 NODE_ADDRESS_SECONDS = 1.0
 
@@ -263,6 +265,8 @@ class ClusterDNSRunner:
         self._thread.start()
 
     def join(self, timeout: float) -> None:
+        """Wait for the loop to end (after its stop was set): woken now, not at its next LOOP_SECONDS."""
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
 
@@ -318,7 +322,7 @@ class ClusterDNSRunner:
                             log.warning("%s", message)
                             self._event(message)
                         failure, next_bind = message, now + BIND_RETRY_SECONDS
-                self._wake.wait(0.5)
+                self._wake.wait(LOOP_SECONDS)
         finally:
             self.port = None
             if server is not None:

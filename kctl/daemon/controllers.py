@@ -77,6 +77,12 @@ def _service_account(settings: DaemonSettings) -> Controller:
     return ServiceAccountController()
 
 
+def _resource_quota(settings: DaemonSettings) -> Controller:
+    from kctl.controllers.resourcequota import ResourceQuotaController
+
+    return ResourceQuotaController()
+
+
 def _event_ttl(settings: DaemonSettings) -> Controller:
     from kctl.controllers.eventttl import EventTTLController, EventTTLSettings
 
@@ -87,6 +93,12 @@ def _daemonset(settings: DaemonSettings) -> Controller:
     from kctl.controllers.daemonset import DaemonSetController
 
     return DaemonSetController()
+
+
+def _statefulset(settings: DaemonSettings) -> Controller:
+    from kctl.controllers.statefulset.controller import StatefulSetController
+
+    return StatefulSetController()
 
 
 def _node_lifecycle(settings: DaemonSettings) -> Controller:
@@ -133,6 +145,47 @@ def _servicelb(settings: DaemonSettings) -> Controller:
     return ServiceLBController()
 
 
+def _disruption(settings: DaemonSettings) -> Controller:
+    from kctl.controllers.disruption import DisruptionController
+
+    return DisruptionController()
+
+
+def _horizontal_pod_autoscaler(settings: DaemonSettings) -> Controller:
+    from kctl.controllers.podautoscaler.controller import HorizontalPodAutoscalerController, HPASettings
+
+    return HorizontalPodAutoscalerController(settings=HPASettings(
+        sync_period=settings.horizontal_pod_autoscaler_sync_period,
+        downscale_stabilization=settings.horizontal_pod_autoscaler_downscale_stabilization,
+        tolerance=settings.horizontal_pod_autoscaler_tolerance,
+        cpu_initialization_period=settings.horizontal_pod_autoscaler_cpu_initialization_period,
+        initial_readiness_delay=settings.horizontal_pod_autoscaler_initial_readiness_delay))
+
+
+def _persistentvolume_binder(settings: DaemonSettings) -> Controller:
+    from kctl.controllers.persistentvolume.binder import PersistentVolumeBinder
+
+    return PersistentVolumeBinder()
+
+
+def _persistentvolume_protection(settings: DaemonSettings) -> Controller:
+    from kctl.controllers.pvprotection import PVProtectionController
+
+    return PVProtectionController()
+
+
+def _persistentvolumeclaim_protection(settings: DaemonSettings) -> Controller:
+    from kctl.controllers.pvcprotection import PVCProtectionController
+
+    return PVCProtectionController()
+
+
+def _storageclass_default(settings: DaemonSettings) -> Controller:
+    from kctl.controllers.storageclass import DefaultStorageClassController
+
+    return DefaultStorageClassController()
+
+
 def _git_source(settings: DaemonSettings) -> Controller:
     from kctl.sync.controller import GitSourceController
 
@@ -149,8 +202,10 @@ CONTROLLERS: Mapping[str, ControllerFactory] = MappingProxyType({
     "garbagecollector": _garbage_collector,
     "namespace": _namespace,
     "serviceaccount": _service_account,
+    "resourcequota": _resource_quota,
     "eventttl": _event_ttl,
     "daemonset": _daemonset,
+    "statefulset": _statefulset,
     "nodelifecycle": _node_lifecycle,
     "taintmanager": _taint_manager,
     "podgc": _pod_gc,
@@ -158,6 +213,12 @@ CONTROLLERS: Mapping[str, ControllerFactory] = MappingProxyType({
     "endpointslice": _endpointslice,
     "endpoint": _endpoints,
     "servicelb": _servicelb,
+    "disruption": _disruption,
+    "horizontal-pod-autoscaler": _horizontal_pod_autoscaler,
+    "persistentvolume-binder": _persistentvolume_binder,
+    "persistentvolume-protection": _persistentvolume_protection,
+    "persistentvolumeclaim-protection": _persistentvolumeclaim_protection,
+    "storageclass-default": _storageclass_default,
     "gitsource": _git_source,
 })
 

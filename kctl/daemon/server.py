@@ -35,6 +35,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kctl.daemon")
 
+#: how often the main thread wakes while it waits for a stop. Python runs signal handlers in the main thread
+#: only; a signal the kernel hands to another thread just sets a flag the main thread sees when it next runs
+#: Python code, which an untimed wait never does (the daemon slept through SIGTERM).
+SIGNAL_CHECK_SECONDS = 0.5
+
 
 def run(settings: DaemonSettings, *, api: API, stop: threading.Event | None = None) -> None:
     """Run the daemon until `stop` is set (None: until SIGINT/SIGTERM); NoLocalPodman if this host
@@ -70,6 +75,7 @@ def run(settings: DaemonSettings, *, api: API, stop: threading.Event | None = No
         supervisor = NodeAgentSupervisor(
             api, runtime_for_node=make_runtime_factory(services), workers=settings.workers, image_copier=copier,
             resync=settings.resync, heartbeat_interval=settings.heartbeat, own_node=own_node,
+            metric_resolution=settings.metric_resolution or None,
             backoff=Backoff(initial=settings.backoff_initial,
                             maximum=max(settings.backoff_max, settings.backoff_initial)))
         if settings.agents or node_mode:
@@ -80,7 +86,8 @@ def run(settings: DaemonSettings, *, api: API, stop: threading.Event | None = No
             plane = ControlPlane(api, settings)
             plane.start()
         log.info("daemon running (store %s); SIGINT or SIGTERM stops it", api.where)
-        stop.wait()
+        while not stop.wait(SIGNAL_CHECK_SECONDS):
+            pass
     finally:
         if plane is not None:
             plane.stop()

@@ -33,6 +33,8 @@ class DaemonSettings:
     resync: float = 10.0
     #: seconds between node heartbeats (Lease renewals)
     heartbeat: float = 5.0
+    #: seconds between two usage samples of a host (metrics-server's --metric-resolution; 0: no metrics)
+    metric_resolution: float = 15.0
     #: the first crash-loop back-off, and the longest
     backoff_initial: float = 10.0
     backoff_max: float = 300.0
@@ -60,6 +62,14 @@ class DaemonSettings:
     cluster_domain: str = DEFAULT_CLUSTER_DOMAIN
     cluster_dns_port: int | None = 10053
     cluster_dns_advertise_addresses: tuple[str, ...] = ()
+    #: the HorizontalPodAutoscaler controller (kube-controller-manager's --horizontal-pod-autoscaler-* flags):
+    #: seconds between syncs of an HPA, the scale-down stabilization window, the tolerance, the cpu
+    #: initialization period and the initial readiness delay
+    horizontal_pod_autoscaler_sync_period: float = 15.0
+    horizontal_pod_autoscaler_downscale_stabilization: float = 300.0
+    horizontal_pod_autoscaler_tolerance: float = 0.1
+    horizontal_pod_autoscaler_cpu_initialization_period: float = 300.0
+    horizontal_pod_autoscaler_initial_readiness_delay: float = 30.0
     #: run the controller manager and the scheduler (while this daemon holds the leader Lease)
     control_plane: bool = True
     #: the controllers the controller manager runs (`--controllers`), in the table's order

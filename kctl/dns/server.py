@@ -25,6 +25,9 @@ DEFAULT_ZONE = "cluster.local"
 RESOLV_CONF = "/etc/resolv.conf"
 #: seconds one upstream may take before the next is asked
 UPSTREAM_TIMEOUT = 2.0
+#: how often each serving loop looks whether close() was called (socketserver's default, 0.5 s, per loop
+#: made every daemon stop wait up to a second)
+SERVE_POLL_SECONDS = 0.1
 
 
 def host_nameservers(path: str = RESOLV_CONF) -> list[tuple[str, int]]:
@@ -220,7 +223,8 @@ class ClusterDNS:
     def start(self) -> None:
         """Serve in two daemon threads until close()."""
         for server, proto in ((self._udp, "udp"), (self._tcp, "tcp")):
-            thread = threading.Thread(target=server.server.serve_forever, name=f"kctl-dns-{proto}", daemon=True)
+            thread = threading.Thread(target=server.server.serve_forever, kwargs={"poll_interval": SERVE_POLL_SECONDS},
+                                      name=f"kctl-dns-{proto}", daemon=True)
             thread.start()
             self._threads.append(thread)
         log.info("cluster DNS serving %s on %s:%d (udp, tcp)", self.resolver.zone, self.address, self.port)

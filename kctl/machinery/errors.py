@@ -109,3 +109,9 @@ class RequestEntityTooLarge(APIError):
     """A request over 3 MiB, or an object over etcd's 1.5 MiB (kctl.machinery.limits)."""
 
     reason, code, exit_code = "RequestEntityTooLarge", 413, 6
+
+
+class TooManyRequests(APIError):
+    """A request refused for now, to be retried later: an eviction that would violate a PodDisruptionBudget."""
+
+    reason, code, exit_code = "TooManyRequests", 429, 10

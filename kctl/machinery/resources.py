@@ -64,6 +64,8 @@ def _rt(group: str, version: str, kind: str, plural: str, namespaced: bool, *sho
 
 
 KCTL_GROUP = "kctl.io"
+#: metrics-server's API group (PodMetrics, NodeMetrics): schemas hand-written in schemas/, as kctl.io's
+METRICS_GROUP = "metrics.k8s.io"
 
 BUILTIN: tuple[ResourceType, ...] = (
     _rt("", "v1", "Namespace", "namespaces", False, "ns"),
@@ -103,6 +105,10 @@ BUILTIN: tuple[ResourceType, ...] = (
     _rt("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, "sc", has_status=False),
     _rt("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", True, "hpa"),
     _rt("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, "pc", has_status=False),
+    # Resource usage as metrics-server serves it (written by the node agents' scrapers: kctl.agent.metrics).
+    # Their plurals are "pods" and "nodes", as Kubernetes': `lookup` prefers the core kinds for those names.
+    _rt(METRICS_GROUP, "v1beta1", "PodMetrics", "pods", True, has_status=False),
+    _rt(METRICS_GROUP, "v1beta1", "NodeMetrics", "nodes", False, has_status=False),
     _rt("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
         "crd", "crds"),
     _rt(KCTL_GROUP, "v1alpha1", "MutatingAdmissionHook", "mutatingadmissionhooks", False, "mhook",
@@ -150,12 +156,22 @@ class Registry:
         return next((rt for rt in self._types if rt.group_kind == group_kind), None)
 
     def lookup(self, name: str) -> ResourceType:
-        """kubectl's resource argument: plural, singular, short name or Kind, optionally `.group`."""
+        """kubectl's resource argument: plural, singular, short name or Kind, optionally `.group`.
+
+        A name several kinds answer to (`pods`: Pod and PodMetrics.metrics.k8s.io; a CRD's plural
+        that a built-in has) means, as kubectl's RESTMapper priority orders them, the core
+        (legacy) group's kind, then a built-in kind, then the one registered first.
+        """
         key = name.lower()
         found = self._by_name.get(key) or self._by_name.get(key.split("/")[0])
         if not found:
             raise ClientSideError(f'the server doesn\'t have a resource type "{name}"')
-        return found[0]
+        return found[0] if len(found) == 1 else min(found, key=_lookup_priority)
+
+
+def _lookup_priority(rt: ResourceType) -> tuple[bool, bool]:
+    """Sort key of kinds sharing a name: the core group first, then built-ins (min() keeps registration order)."""
+    return rt.group != "", rt.is_custom
 
 
 def builtin_registry() -> Registry:

@@ -2,10 +2,14 @@
 
 kubectl's drain (k8s.io/kubectl/pkg/drain): `pods_for_deletion` runs each pod through the
 filters (DaemonSet pods, mirror pods, pods with emptyDir data, pods no controller owns) with
-kubectl's messages; `evict_and_wait` deletes the pods it may (with the pod's grace period; the
-node agent stops them) and watches until every one is gone. `set_unschedulable` cordons.
-Called by kctl.cli.nodes (`kctl drain`, `cordon`, `uncordon`) and kctl.cli.node (`node remove`);
-the API is passed in and progress is reported through callbacks, so nothing here prints.
+kubectl's messages; `evict_and_wait` evicts the pods it may through the Eviction subresource
+(`API.evict`: a PodDisruptionBudget may refuse, TooManyRequests, and the pod is tried again
+every 5 s until the budget allows it or --timeout ends the drain) and watches until every
+evicted pod is gone; `delete_and_wait` deletes them directly instead (`--disable-eviction`,
+and `kctl node remove`: no budget is consulted) and watches likewise. `set_unschedulable`
+cordons. Called by kctl.cli.nodes (`kctl drain`, `cordon`, `uncordon`) and kctl.cli.node
+(`node remove`); the API is passed in and progress is reported through callbacks, so nothing
+here prints.
 """
 
 from __future__ import annotations
@@ -160,9 +164,10 @@ def _ignore(_key: str) -> None:
     """A progress callback that reports nothing."""
 
 
-def evict_and_wait(server: API, verdicts: list[PodVerdict], *, grace_period: Optional[int], timeout: float | None,
-                   on_evicting: Callable[[str], None] = _ignore, on_evicted: Callable[[str], None] = _ignore) -> None:
-    """Delete each pod to evict, then watch until every one is gone (DrainTimeout after `timeout` seconds).
+def delete_and_wait(server: API, verdicts: list[PodVerdict], *, grace_period: Optional[int], timeout: float | None,
+                    on_evicting: Callable[[str], None] = _ignore, on_evicted: Callable[[str], None] = _ignore) -> None:
+    """Delete each pod to evict (no budget consulted), then watch until every one is gone (DrainTimeout after
+    `timeout` seconds).
 
     `on_evicting` gets `namespace/name` before each delete; `on_evicted` gets a pod's name once it is gone.
     """
@@ -214,6 +219,141 @@ def evict_and_wait(server: API, verdicts: list[PodVerdict], *, grace_period: Opt
                         break
         except Gone:
             rev = None
+
+
+#: seconds between eviction attempts a PodDisruptionBudget refused (kubectl's 5 s)
+RETRY_SECONDS = 5.0
+
+
+class EvictionFailed(Exception):
+    """Pods not evicted, or not gone, in kubectl's words (one per pod); `timed_out` when --timeout ended it."""
+
+    def __init__(self, errors: list[str], *, timed_out: bool) -> None:
+        super().__init__(errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]")
+        self.errors, self.timed_out = errors, timed_out
+
+
+def go_duration(seconds: float) -> str:
+    """Go's Duration.String: 300ms, 5s, 1.5s, 1m30s, 1h0m0s."""
+    if seconds < 1:
+        return f"{round(seconds * 1000, 3):g}ms"
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = f"{round(secs, 9):g}s"
+    if hours or minutes:
+        text = f"{int(minutes)}m" + text
+    if hours:
+        text = f"{int(hours)}h" + text
+    return text
+
+
+def _ignore_refusal(_key: str, _message: str) -> None:
+    """A refusal callback that reports nothing."""
+
+
+def evict_and_wait(server: API, verdicts: list[PodVerdict], *, grace_period: Optional[int], timeout: float | None,
+                   on_evicting: Callable[[str], None] = _ignore, on_evicted: Callable[[str], None] = _ignore,
+                   on_refused: Callable[[str, str], None] = _ignore_refusal,
+                   retry_seconds: float | None = None) -> None:
+    """kubectl's evictPods: evict each pod through the API's Eviction subresource and wait until it is gone.
+
+    Every pod is tried at once; one a PodDisruptionBudget refuses (TooManyRequests) is tried again
+    `retry_seconds` (default RETRY_SECONDS) later, until it is evicted or `timeout` seconds have passed.
+    `on_evicting` gets `namespace/name` before every attempt, `on_refused(namespace/name, message)` each refusal,
+    `on_evicted` a pod's name once it is gone (a pod already gone at its eviction is not reported, as
+    kubectl). Any other error ends that pod's eviction; the others go on. EvictionFailed at the end
+    lists kubectl's error per pod that was not evicted or not gone (`timed_out` when --timeout ran out).
+    """
+    from kctl.machinery.errors import APIError, NotFound, TooManyRequests
+
+    pods_rt = server.resource("pods")
+    retry_seconds = RETRY_SECONDS if retry_seconds is None else retry_seconds
+    start = time.monotonic()
+    deadline = None if timeout is None else start + timeout
+    limit = go_duration(timeout) if timeout is not None else ""
+    due: dict[tuple[str, str], float] = {}  # pods still to evict -> when to try next
+    uids: dict[tuple[str, str], str] = {}
+    for v in verdicts:
+        if v.delete:
+            meta = v.pod["metadata"]
+            key = (meta.get("namespace", ""), meta["name"])
+            due[key], uids[key] = start, meta.get("uid", "")
+    waiting: set[tuple[str, str]] = set()  # evicted, not yet gone
+    errors: list[str] = []
+    rev: int | None = server.revision()  # a watch from before the evictions sees every pod go
+
+    def gone(key: tuple[str, str], obj: dict | None) -> bool:
+        return obj is None or obj["metadata"].get("uid") != uids[key]
+
+    while due or waiting:
+        now = time.monotonic()
+        if deadline is not None and now >= deadline:
+            errors += [f'error when evicting pods/"{name}" -n "{ns}": global timeout reached: {limit}'
+                       for ns, name in due]
+            errors += [f'error when waiting for pod "{name}" terminating: global timeout reached: {limit}'
+                       for ns, name in sorted(waiting)]
+            raise EvictionFailed(errors, timed_out=True)
+        for key in [k for k, when in due.items() if when <= now]:
+            ns, name = key
+            on_evicting(f"{ns}/{name}")
+            try:
+                server.evict(ns, name, grace_period=grace_period)
+            except NotFound:
+                del due[key]
+                continue
+            except TooManyRequests as exc:
+                on_refused(f"{ns}/{name}", exc.message)
+                due[key] = time.monotonic() + retry_seconds
+                continue
+            except APIError as exc:
+                errors.append(f'error when evicting pods/"{name}" -n "{ns}": {exc.message}')
+                del due[key]
+                continue
+            del due[key]
+            waiting.add(key)
+        wake = min(due.values(), default=None)
+        if deadline is not None:
+            wake = deadline if wake is None else min(wake, deadline)
+        if not waiting:
+            if wake is not None:
+                time.sleep(max(0.0, wake - time.monotonic()))
+            continue
+        rev = _watch_gone(server, pods_rt, waiting, rev, wake, gone, on_evicted)
+    if errors:
+        raise EvictionFailed(errors, timed_out=False)
+
+
+def _watch_gone(server: API, pods_rt, waiting: set[tuple[str, str]], rev: int | None, wake: float | None,
+                gone: Callable[[tuple[str, str], "dict | None"], bool],
+                on_evicted: Callable[[str], None]) -> int | None:
+    """Watch pods from `rev` until `wake` (monotonic) or every waiting pod is gone; the revision reached
+    (None: the watch fell behind the compacted log, and the next call re-reads first)."""
+    from kctl.machinery.errors import Gone, NotFound
+    if rev is None:
+        rev = server.revision()
+        for key in sorted(waiting):
+            try:
+                obj = server.get(pods_rt, key[1], namespace=key[0])
+            except NotFound:
+                obj = None
+            if gone(key, obj):
+                waiting.discard(key)
+                on_evicted(key[1])
+    if not waiting:
+        return rev
+    left = None if wake is None else max(0.0, wake - time.monotonic())
+    try:
+        for type_, obj in server.watch(pods_rt, since=rev, timeout=left):
+            rev = int(obj["metadata"]["resourceVersion"])
+            key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+            if key in waiting and gone(key, None if type_ == "DELETED" else obj):
+                waiting.discard(key)
+                on_evicted(key[1])
+            if not waiting or (wake is not None and time.monotonic() >= wake):
+                break
+    except Gone:
+        return None
+    return rev
 
 
 def set_unschedulable(server: API, name: str, unschedulable: bool, *, dry_run: bool = False) -> bool:

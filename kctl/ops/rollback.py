@@ -1,10 +1,12 @@
-"""Rolling a Deployment back to an earlier revision: kubectl's `rollout undo` (and what `history` reads).
+"""Rolling a Deployment or StatefulSet back to an earlier revision: kubectl's `rollout undo` (and what `history` reads).
 
 A Deployment's revisions are the ReplicaSets it owns, numbered by their
 `deployment.kubernetes.io/revision` annotation. `rollback` finds the revision to go back to
 (`undo_target`), copies its pod template (without pod-template-hash) and annotations into the
 Deployment (`rolled_back`) and writes it, re-reading on a Conflict, as kubectl's
-DeploymentRollbacker does. Called by kctl.cli.rollout; the API is passed in, nothing prints.
+DeploymentRollbacker does. A StatefulSet's revisions are the ControllerRevisions it controls
+(`owned_revisions`, numbered by their `revision`); `rollback_statefulset` puts one's pod template
+back (kubectl's StatefulSetRollbacker). Called by kctl.cli.rollout; the API is passed in, nothing prints.
 """
 
 from __future__ import annotations
@@ -124,5 +126,65 @@ def rollback(server: API, rt: ResourceType, deployment: dict, *, to_revision: in
         if dry_run != "client":
             server.update(rolled_back(obj, rs), dry_run=dry_run not in (None, "none"))
         return RollbackResult(True, revision_of(rs))
+
+    return retry_on_conflict(attempt, attempts=ATTEMPTS)
+
+
+# -- StatefulSets: revisions are ControllerRevisions ------------------------------------------
+
+def owned_revisions(server: API, owner: dict) -> list[dict]:
+    """The ControllerRevisions whose controller is `owner` (by uid), lowest revision first."""
+    from kctl.controllers.statefulset.revisions import sort_revisions
+
+    meta = owner["metadata"]
+    revisions, _ = server.list(server.resource("controllerrevisions"), namespace=meta.get("namespace") or "default")
+    owned = [r for r in revisions
+             if any(ref.get("controller") and ref.get("uid") == meta.get("uid")
+                    for ref in r["metadata"].get("ownerReferences") or ())]
+    return sort_revisions(owned)
+
+
+def revision_target(revisions: list[dict], to_revision: int) -> dict:
+    """kubectl's findHistory: the revision numbered `to_revision`, or (0) the one before the latest."""
+    from kctl.controllers.statefulset.revisions import number, sort_revisions
+
+    if to_revision < 0:
+        raise RollbackError(f"unable to find specified revision {to_revision} in history")
+    if len(revisions) <= 1:
+        raise RollbackError("no last revision to roll back to")
+    if to_revision == 0:
+        return sort_revisions(revisions)[-2]
+    for revision in revisions:
+        if number(revision) == to_revision:
+            return revision
+    raise RollbackError(f"unable to find specified revision {to_revision} in history")
+
+
+def rollback_statefulset(server: API, rt: ResourceType, sts: dict, *, to_revision: int = 0,
+                         dry_run: str | None = None) -> RollbackResult:
+    """kubectl's StatefulSetRollbacker: put a ControllerRevision's pod template back into the set.
+
+    RollbackResult.revision is the revision rolled back to; `rolled_back` is False when the
+    set's template already is that revision's. A Conflict re-reads the set and decides again.
+    """
+    from kctl.controllers.statefulset.revisions import number, template_of_revision
+
+    first = True
+
+    def attempt() -> RollbackResult:
+        nonlocal first
+        obj = sts
+        if not first:
+            obj = server.get(rt, sts["metadata"]["name"], namespace=sts["metadata"].get("namespace"))
+        first = False
+        target = revision_target(owned_revisions(server, obj), to_revision)
+        template = template_of_revision(target)
+        if template == (obj.get("spec") or {}).get("template"):
+            return RollbackResult(False, number(target))
+        if dry_run != "client":
+            new = copy.deepcopy(obj)
+            new.setdefault("spec", {})["template"] = template
+            server.update(new, dry_run=dry_run not in (None, "none"))
+        return RollbackResult(True, number(target))
 
     return retry_on_conflict(attempt, attempts=ATTEMPTS)

@@ -190,6 +190,30 @@ def _daemonset_row(obj: dict, wide: bool, now: datetime) -> list[str]:
     return row
 
 
+def _statefulset_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    """kubectl's printStatefulSet: NAME READY AGE (wide: CONTAINERS IMAGES)."""
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    desired = spec.get("replicas", 1)
+    row = [meta.get("name", ""), f"{status.get('readyReplicas') or 0}/{desired}",
+           age(meta.get("creationTimestamp"), now)]
+    if wide:
+        row += _containers_cells(_template_spec(obj).get("containers"))
+    return row
+
+
+def _controller_revision_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    """kubectl's printControllerRevision: CONTROLLER is `<kind>.<group>/<name>` of the controller owner."""
+    meta = obj.get("metadata") or {}
+    controller = "<none>"
+    for ref in meta.get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            group = str(ref.get("apiVersion") or "").rpartition("/")[0]
+            kind = str(ref.get("kind") or "").lower()
+            controller = f"{kind}.{group}/{ref.get('name', '')}" if group else f"{kind}/{ref.get('name', '')}"
+            break
+    return [meta.get("name", ""), controller, str(obj.get("revision") or 0), age(meta.get("creationTimestamp"), now)]
+
+
 def _job_row(obj: dict, wide: bool, now: datetime) -> list[str]:
     meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
     succeeded = status.get("succeeded") or 0
@@ -602,6 +626,101 @@ def _quota_row(obj: dict, wide: bool, now: datetime) -> list[str]:
     return [meta.get("name", ""), age(meta.get("creationTimestamp"), now), ", ".join(requests), ", ".join(limits)]
 
 
+def _priority_class_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    """printPriorityClass: NAME VALUE GLOBAL-DEFAULT AGE PREEMPTIONPOLICY."""
+    meta = obj.get("metadata") or {}
+    return [meta.get("name", ""), str(obj.get("value") or 0), "true" if obj.get("globalDefault") is True else "false",
+            age(meta.get("creationTimestamp"), now), str(obj.get("preemptionPolicy") or "")]
+
+
+def _pv_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    """printPersistentVolume: NAME CAPACITY ACCESS MODES RECLAIM POLICY STATUS CLAIM STORAGECLASS
+    VOLUMEATTRIBUTESCLASS REASON AGE; wide adds VOLUMEMODE."""
+    from kctl.machinery.persistentvolumes import access_modes_string, volume_class
+
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    ref = spec.get("claimRef") or {}
+    claim = f"{ref.get('namespace') or ''}/{ref.get('name') or ''}" if spec.get("claimRef") else ""
+    phase = "Terminating" if meta.get("deletionTimestamp") else status.get("phase") or ""
+    cells = [meta.get("name", ""), str((spec.get("capacity") or {}).get("storage") or "0"),
+             access_modes_string(spec.get("accessModes")), str(spec.get("persistentVolumeReclaimPolicy") or ""),
+             phase, claim, volume_class(obj), spec.get("volumeAttributesClassName") or "<unset>",
+             status.get("reason") or "", age(meta.get("creationTimestamp"), now)]
+    if wide:
+        cells.append(spec.get("volumeMode") or "<unset>")
+    return cells
+
+
+def _pvc_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    """printPersistentVolumeClaim: NAME STATUS VOLUME CAPACITY ACCESS MODES STORAGECLASS VOLUMEATTRIBUTESCLASS AGE;
+    capacity and access modes from the status once a volume is named; wide adds VOLUMEMODE."""
+    from kctl.machinery.persistentvolumes import access_modes_string, claim_class
+
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    phase = "Terminating" if meta.get("deletionTimestamp") else status.get("phase") or ""
+    capacity = modes = ""
+    if spec.get("volumeName"):
+        modes = access_modes_string(status.get("accessModes"))
+        capacity = str((status.get("capacity") or {}).get("storage") or "0")
+    cells = [meta.get("name", ""), phase, spec.get("volumeName") or "", capacity, modes, claim_class(obj),
+             spec.get("volumeAttributesClassName") or "<unset>", age(meta.get("creationTimestamp"), now)]
+    if wide:
+        cells.append(spec.get("volumeMode") or "<unset>")
+    return cells
+
+
+def _storage_class_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    """printStorageClass: NAME (` (default)` after a default class's) PROVISIONER RECLAIMPOLICY VOLUMEBINDINGMODE
+    ALLOWVOLUMEEXPANSION AGE."""
+    from kctl.machinery.persistentvolumes import is_default_class
+
+    meta = obj.get("metadata") or {}
+    name = meta.get("name", "") + (" (default)" if is_default_class(obj) else "")
+    return [name, str(obj.get("provisioner") or ""), str(obj.get("reclaimPolicy") or "Delete"),
+            str(obj.get("volumeBindingMode") or "Immediate"),
+            "true" if obj.get("allowVolumeExpansion") is True else "false", age(meta.get("creationTimestamp"), now)]
+
+
+def _hpa_metric_cell(spec: dict, status: dict | None) -> str:
+    """One metric of formatHPAMetrics: `cpu: 12%/70%`, `memory: 3Mi/100Mi`, `<unknown>` for what is not read yet."""
+    kind = spec.get("type")
+    field = {"Resource": "resource", "ContainerResource": "containerResource", "Pods": "pods", "Object": "object",
+             "External": "external"}.get(str(kind))
+    if field is None:
+        return "<unknown type>"
+    source = spec.get(field) or {}
+    target = source.get("target") or {}
+    current = (status or {}).get(field) if (status or {}).get("type") == kind else None
+    now = (current or {}).get("current") or {}
+    if kind in ("Resource", "ContainerResource"):
+        if target.get("averageValue") is not None:
+            value = str(now["averageValue"]) if current is not None and now.get("averageValue") is not None \
+                else "<unknown>"
+            return f"{source.get('name', '')}: {value}/{target['averageValue']}"
+        value = f"{now['averageUtilization']}%" if now.get("averageUtilization") is not None else "<unknown>"
+        goal = f"{target['averageUtilization']}%" if target.get("averageUtilization") is not None else "<auto>"
+        return f"{source.get('name', '')}: {value}/{goal}"
+    if kind == "Pods" or target.get("averageValue") is not None:
+        value = str(now.get("averageValue")) if now.get("averageValue") is not None else "<unknown>"
+        return f"{value}/{target.get('averageValue')}" + (" (avg)" if kind != "Pods" else "")
+    value = str(now.get("value")) if now.get("value") is not None else "<unknown>"
+    return f"{value}/{target.get('value')}"
+
+
+def _hpa_row(obj: dict, wide: bool, now: datetime) -> list[str]:
+    """printHorizontalPodAutoscaler: NAME REFERENCE TARGETS MINPODS MAXPODS REPLICAS AGE (2 metrics, then + N more)."""
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    ref = spec.get("scaleTargetRef") or {}
+    specs = [m for m in spec.get("metrics") or () if isinstance(m, dict)]
+    current = [m if isinstance(m, dict) else {} for m in status.get("currentMetrics") or ()]
+    cells = [_hpa_metric_cell(m, current[i] if i < len(current) else None) for i, m in enumerate(specs)]
+    targets = ", ".join(cells[:2]) + (f" + {len(cells) - 2} more..." if len(cells) > 2 else "") if cells else "<none>"
+    least = spec.get("minReplicas")
+    return [meta.get("name", ""), f"{ref.get('kind', '')}/{ref.get('name', '')}", targets,
+            "<unset>" if least is None else str(least), str(spec.get("maxReplicas") or 0),
+            str(status.get("currentReplicas") or 0), age(meta.get("creationTimestamp"), now)]
+
+
 def _generic_row(obj: dict, wide: bool, now: datetime) -> list[str]:
     meta = obj.get("metadata") or {}
     return [meta.get("name", ""), age(meta.get("creationTimestamp"), now)]
@@ -618,6 +737,8 @@ TABLES: dict[str, Table] = {
     "ReplicaSet.apps": Table(("NAME", "DESIRED", "CURRENT", "READY", "AGE"), _CW, _replicaset_row),
     "DaemonSet.apps": Table(("NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE",
                              "NODE SELECTOR", "AGE"), _CW, _daemonset_row),
+    "StatefulSet.apps": Table(("NAME", "READY", "AGE"), ("CONTAINERS", "IMAGES"), _statefulset_row),
+    "ControllerRevision.apps": Table(("NAME", "CONTROLLER", "REVISION", "AGE"), (), _controller_revision_row),
     "Job.batch": Table(("NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"), _CW, _job_row),
     "CronJob.batch": Table(("NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE",
                             "AGE"), _CW, _cronjob_row),
@@ -657,6 +778,16 @@ TABLES: dict[str, Table] = {
                                         (), _pdb_row),
     "ResourceQuota": Table(("NAME", "AGE", "REQUEST", "LIMIT"), (), _quota_row),
     "LimitRange": Table(("NAME", "CREATED AT"), (), _created_at_row),
+    "PersistentVolume": Table(("NAME", "CAPACITY", "ACCESS MODES", "RECLAIM POLICY", "STATUS", "CLAIM", "STORAGECLASS",
+                               "VOLUMEATTRIBUTESCLASS", "REASON", "AGE"), ("VOLUMEMODE",), _pv_row),
+    "PersistentVolumeClaim": Table(("NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS",
+                                    "VOLUMEATTRIBUTESCLASS", "AGE"), ("VOLUMEMODE",), _pvc_row),
+    "StorageClass.storage.k8s.io": Table(("NAME", "PROVISIONER", "RECLAIMPOLICY", "VOLUMEBINDINGMODE",
+                                          "ALLOWVOLUMEEXPANSION", "AGE"), (), _storage_class_row),
+    "PriorityClass.scheduling.k8s.io": Table(("NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"), (),
+                                             _priority_class_row),
+    "HorizontalPodAutoscaler.autoscaling": Table(("NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS",
+                                                  "AGE"), (), _hpa_row),
 }
 #: the table of any other kind
 GENERIC = Table(("NAME", "AGE"), (), _generic_row)

@@ -175,6 +175,26 @@ class ContainerEvent:
         return self.event in DEATH_EVENTS
 
 
+@dataclass(frozen=True)
+class ContainerStats:
+    """One sample of a running container's usage (Podman's libpod stats): the metrics scraper's input."""
+
+    id: str
+    cpu_nanos: int            # CPU time used since the container started (cumulative), in nanoseconds
+    memory_bytes: int         # memory in use now
+    timestamp: float          # when the sample was taken (seconds since the epoch, the host's clock)
+    labels: dict[str, str] = field(default_factory=dict)  # the container's labels (LABEL_POD_UID, ...)
+
+
+@dataclass(frozen=True)
+class HostStats:
+    """One sample of a whole host's usage (/proc/stat, /proc/meminfo): a NodeMetrics' input."""
+
+    cpu_nanos: int            # CPU time all CPUs spent busy since boot (cumulative), in nanoseconds
+    memory_used_bytes: int    # MemTotal - MemAvailable
+    timestamp: float          # when the sample was taken (seconds since the epoch)
+
+
 class EventStream(Protocol):
     """Container events as they happen. Iterating blocks for the next one; the iteration ends
     when the stream ends and raises RuntimeError_ when it broke. `close()` may be called from
@@ -234,6 +254,14 @@ class Runtime(Protocol):
         ...
     def network_subnet(self, name: str) -> str | None: ...  # its subnet, None when there is no such network
     def remove_network(self, name: str) -> None: ...        # a missing one is fine
+
+    # usage (the metrics scraper: kctl.agent.metrics)
+    def container_stats(self, labels: dict[str, str]) -> list[ContainerStats]:
+        """One usage sample of every running container carrying all `labels` (one stats call)."""
+        ...
+    def host_stats(self) -> HostStats:
+        """One usage sample of the host itself (CPU time since boot, memory in use)."""
+        ...
 
     # events (the node agent's evented PLEG: kctl.agent.events)
     def container_events(self, labels: dict[str, str], *, events: tuple[str, ...] = ()) -> EventStream:

@@ -50,6 +50,11 @@ removed), "remove". A planned exit (`sleep S`) happens when a call looks at the
 container, or at `settle()`. Test controls for the stream: `drop_event_streams` ends
 the open streams (cleanly or with an error), `events_error` makes new subscriptions
 fail, `event_streams` counts the open ones.
+
+Usage (the metrics scraper's input) is set, not measured: `set_usage(container_id,
+cpu_nanos=, memory_bytes=)` (cumulative CPU time; a running container never set reports 0),
+`host_usage` (a HostStats; its timestamp is replaced by the clock's), and `stats_error`
+makes `container_stats` and `host_stats` fail while set. Samples carry the clock's time.
 """
 
 from __future__ import annotations
@@ -76,6 +81,8 @@ from kctl.runtime.interface import (
     ContainerEvent,
     ContainerSpec,
     ContainerState,
+    ContainerStats,
+    HostStats,
     ExecResult,
     HostInfo,
     ImageInfo,
@@ -254,6 +261,9 @@ class MemoryRuntime:
         self.network_labels: dict[str, dict[str, str]] = {}
         self.host_commands: list[tuple[list[str], bytes | None]] = []  # run_on_host: (argv, stdin), in order
         self.host_error: str | None = None                  # run_on_host fails with this while set
+        self.usage: dict[str, tuple[int, int]] = {}         # container id -> (cpu_nanos, memory_bytes)
+        self.host_usage = HostStats(cpu_nanos=0, memory_used_bytes=0, timestamp=0.0)
+        self.stats_error: str | None = None                 # container_stats / host_stats fail with this
         self._host_rules: list[tuple[tuple[str, ...], ExecResult]] = []
         self._exec_rules: list[_ExecRule] = []
         self._pods: dict[str, _Pod] = {}
@@ -295,6 +305,11 @@ class MemoryRuntime:
             result = ExecResult(exit_code=result, stdout=b"", stderr=b"")
         with self._lock:
             self._host_rules.append((tuple(argv), result))
+
+    def set_usage(self, container_id: str, *, cpu_nanos: int, memory_bytes: int) -> None:
+        """What container_stats reports for a container from now on (cumulative CPU ns, bytes in use)."""
+        with self._lock:
+            self.usage[container_id] = (cpu_nanos, memory_bytes)
 
     def stop_sandbox(self, pod_id: str) -> None:
         """The pod's infra container dies (a host reboot): the pod and its containers stop."""
@@ -414,6 +429,29 @@ class MemoryRuntime:
                 if tuple(argv[:len(prefix)]) == prefix:
                     return result
         return ExecResult(exit_code=0, stdout=b"", stderr=b"")
+
+    def container_stats(self, labels: dict[str, str]) -> list[ContainerStats]:
+        self._record("container_stats", dict(labels))
+        with self._lock:
+            if self.stats_error is not None:
+                raise RuntimeError_(f"container stats: {self.stats_error}")
+            result = []
+            for container in self._containers.values():
+                self._settle(container)
+                if container.state != "running" or not _labels_match(container.labels, labels):
+                    continue
+                cpu, memory = self.usage.get(container.id, (0, 0))
+                result.append(ContainerStats(id=container.id, cpu_nanos=cpu, memory_bytes=memory,
+                                             timestamp=self.clock(), labels=dict(container.labels)))
+            return result
+
+    def host_stats(self) -> HostStats:
+        self._record("host_stats")
+        with self._lock:
+            if self.stats_error is not None:
+                raise RuntimeError_(f"host stats: {self.stats_error}")
+            return HostStats(cpu_nanos=self.host_usage.cpu_nanos,
+                             memory_used_bytes=self.host_usage.memory_used_bytes, timestamp=self.clock())
 
     def ensure_network(self, name: str, *, subnet: str, gateway: str, labels: dict[str, str]) -> None:
         self._record("ensure_network", name, subnet)

@@ -41,7 +41,8 @@ DEFAULT_SCHEDULER_NAME = "default-scheduler"
 DEFAULT_MULTIPOINT: tuple[PluginRef, ...] = (
     PluginRef("NodeName"), PluginRef("NodeUnschedulable"), PluginRef("TaintToleration", 3),
     PluginRef("NodeAffinity", 2), PluginRef("NodePorts"), PluginRef("NodeResourcesFit", 1),
-    PluginRef("PodTopologySpread", 2), PluginRef("InterPodAffinity", 2),
+    PluginRef("VolumeRestrictions"), PluginRef("VolumeBinding"), PluginRef("PodTopologySpread", 2),
+    PluginRef("InterPodAffinity", 2),
     PluginRef("NodeResourcesBalancedAllocation", 1), PluginRef("ImageLocality", 1), PluginRef("DefaultPreemption"),
     PluginRef("DefaultBinder"),
 )

@@ -30,6 +30,7 @@ from kctl.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
 
 if TYPE_CHECKING:
     from kctl.apiserver.contract import API
+    from kctl.client.informer import InformerFactory
 
 log = logging.getLogger("kctl.scheduler")
 
@@ -172,6 +173,13 @@ class ClusterEvent(str, enum.Enum):
     UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
     #: a failed binding or an internal error: retried on any event
     FORCE_ACTIVATE = "ForceActivate"
+    #: storage objects the volume plugins read (kctl.scheduler.plugins.volume_binding)
+    PVC_ADD = "PersistentVolumeClaimAdd"
+    PVC_UPDATE = "PersistentVolumeClaimUpdate"
+    PV_ADD = "PersistentVolumeAdd"
+    PV_UPDATE = "PersistentVolumeUpdate"
+    STORAGE_CLASS_ADD = "StorageClassAdd"
+    STORAGE_CLASS_UPDATE = "StorageClassUpdate"
 
 
 ALL_EVENTS: frozenset[ClusterEvent] = frozenset(ClusterEvent)
@@ -277,12 +285,14 @@ class Handle:
     """What a plugin may use besides its arguments (kube's framework.Handle).
 
     `snapshot` is the current cycle's snapshot; `framework` the profile's Framework (set
-    once built; preemption runs its filters); `api` the API server (None in unit tests).
+    once built; preemption runs its filters); `api` the API server (None in unit tests);
+    `informers` the scheduler's InformerFactory (the volume plugins' listers), or None.
     """
 
     def __init__(self, *, api: API | None = None, snapshot: Snapshot | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, informers: InformerFactory | None = None) -> None:
         self.api = api
+        self.informers = informers
         self.snapshot = snapshot if snapshot is not None else Snapshot()  # an empty one is falsy
         self.clock = clock
         self.framework: Framework | None = None

@@ -4,8 +4,9 @@ The scheduler (kctl.scheduler.scheduler) adds every unassigned pod it is respons
 for and pops one at a time. The rules are kube-scheduler's:
 
 - **activeQ** is ordered by priority (spec.priority, highest first), then by the time
-  the pod was queued (PrioritySort). kctl has no PriorityClass kind, so
-  priorityClassName is not resolved: spec.priority alone counts (0 when unset).
+  the pod was queued (PrioritySort). The Priority admission plugin
+  (kctl.admission.plugins.priority) has written spec.priority from the pod's
+  priorityClassName (or the global default class) when the pod was created; 0 when unset.
 - A pod that failed goes to the **unschedulable pods** (it fits nowhere) or, when it
   failed for another reason, or when a cluster event arrived while it was being
   scheduled, to **backoffQ**, which holds it for 1 s, doubling per attempt up to 10 s.

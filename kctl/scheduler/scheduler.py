@@ -16,7 +16,8 @@ schedule_one.go, for each pod popped from the queue (kctl.scheduler.queue):
    unreserved, forgotten and re-queued with back-off.
 
 Pods whose spec.schedulerName names none of the configured profiles are left alone.
-The scheduler is fed by the `nodes` and `pods` informers of kctl.client.informer: those of
+The scheduler is fed by the `nodes` and `pods` informers of kctl.client.informer (and the
+PVC, PV and StorageClass ones the volume plugins read, whose changes are cluster events): those of
 the InformerFactory it is given (`informers=`, the daemon's, shared with the controllers),
 or else of a factory of its own, which `run` starts and stops.
 """
@@ -47,6 +48,10 @@ log = logging.getLogger("kctl.scheduler")
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 NO_NODES = "no nodes available to schedule pods"
+#: the storage informers the volume plugins read, and the cluster events of their adds/updates
+STORAGE_EVENTS = (("persistentvolumeclaims", ClusterEvent.PVC_ADD, ClusterEvent.PVC_UPDATE),
+                  ("persistentvolumes", ClusterEvent.PV_ADD, ClusterEvent.PV_UPDATE),
+                  ("storageclasses", ClusterEvent.STORAGE_CLASS_ADD, ClusterEvent.STORAGE_CLASS_UPDATE))
 
 
 def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
@@ -133,16 +138,6 @@ class Scheduler:
         self.rng = rng or random.Random()
         self.snapshot = Snapshot()
         self.cache = SchedulerCache(assumed_ttl=self.settings.assumed_ttl, clock=clock)
-        self.profiles: dict[str, Framework] = {}
-        for profile in self.config.profiles:
-            handle = Handle(api=api, snapshot=self.snapshot, clock=clock)
-            self.profiles[profile.scheduler_name] = build_framework(
-                profile, handle=handle, registry=registry,
-                percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score)
-        self.queue = SchedulingQueue(settings=self.config.queue, clock=clock, events_of=self._events_of)
-        self.binder = BindWorker(api, on_done=self._binding_done, component=self.settings.component,
-                                 batch=self.settings.bind_batch, record_events=self.settings.record_events)
-        self._next_start = 0
         #: True when the informers are the scheduler's own (started by run), not shared ones
         self.owns_informers = informers is None and api is not None
         if self.owns_informers:
@@ -150,6 +145,16 @@ class Scheduler:
 
             informers = InformerFactory(api)
         self.informers: InformerFactory | None = informers
+        self.profiles: dict[str, Framework] = {}
+        for profile in self.config.profiles:
+            handle = Handle(api=api, snapshot=self.snapshot, clock=clock, informers=informers)
+            self.profiles[profile.scheduler_name] = build_framework(
+                profile, handle=handle, registry=registry,
+                percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score)
+        self.queue = SchedulingQueue(settings=self.config.queue, clock=clock, events_of=self._events_of)
+        self.binder = BindWorker(api, on_done=self._binding_done, component=self.settings.component,
+                                 batch=self.settings.bind_batch, record_events=self.settings.record_events)
+        self._next_start = 0
         self._lock = threading.Lock()
         self.scheduled = 0
         self.failed = 0
@@ -161,6 +166,16 @@ class Scheduler:
     def _register(self, informers: InformerFactory) -> None:
         informers.informer("nodes").add_handler(self.on_node_add, self.on_node_update, self.on_node_delete)
         informers.informer("pods").add_handler(self.on_pod_add, self.on_pod_update, self.on_pod_delete)
+        for resource, added, updated in STORAGE_EVENTS:
+            informers.informer(resource).add_handler(
+                lambda _obj, e=added: self.queue.move_all_on_event(e),
+                lambda old, new, e=updated: self._on_storage_update(old, new, e), None)
+
+    def _on_storage_update(self, old: dict, new: dict, event: ClusterEvent) -> None:
+        """A PVC, PV or StorageClass changed (not only its resourceVersion): volume plugins may now say yes."""
+        if old.get("spec") != new.get("spec") or old.get("status") != new.get("status") or (
+                (old.get("metadata") or {}).get("annotations") != (new.get("metadata") or {}).get("annotations")):
+            self.queue.move_all_on_event(event)
 
     def responsible_for(self, pod: dict) -> bool:
         return ((pod.get("spec") or {}).get("schedulerName") or "default-scheduler") in self.profiles
@@ -249,7 +264,7 @@ class Scheduler:
         if self.informers is None:
             return True
         deadline = time.monotonic() + self.settings.sync_timeout
-        informers = [self.informers.informer("nodes"), self.informers.informer("pods")]
+        informers = [self.informers.informer(r) for r in ("nodes", "pods", *(e[0] for e in STORAGE_EVENTS))]
         while not stop.is_set() and time.monotonic() < deadline:
             if all(i.has_synced() for i in informers):
                 return True

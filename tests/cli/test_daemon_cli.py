@@ -334,10 +334,9 @@ class _ControlDaemon:
 
     def signal(self, sig: int) -> int:
         self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(timeout=60)
-        finally:
-            self.proc = None
+        code = self.proc.wait(timeout=60)  # on a timeout the process stays known: cleanup() kills it
+        self.proc = None
+        return code
 
     def cleanup(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -395,7 +394,9 @@ def test_daemon_hands_over_without_waiting(tmp_path):
         assert sum(e.get("count", 1) for e in created) == len(pods_of("burst")), "an Event for every pod made"
 
         daemon.start()
-        _poll(lambda: holder() == identity, what="the second daemon leads")
+        # and has logged it: the Lease is written before the log line, which a SIGKILL right after would lose
+        _poll(lambda: holder() == identity and (tmp_path / "daemon.log").read_text().count(
+            f"{identity}: became leader") == 2, what="the second daemon leads")
         assert daemon.signal(signal.SIGKILL) == -signal.SIGKILL
         assert holder() == identity, "kill -9: the Lease is left held"
         api.create(_replicaset("after", 2))

@@ -144,10 +144,28 @@ def test_drain_grace_period_zero_needs_no_agent(kctl, node_with_pods):
 
 
 def test_drain_times_out_without_agent(kctl, node_with_pods):
-    """Pods that never go (no agent) end the drain at --timeout with exit 9; they stay marked for deletion."""
+    """Evicted pods that never go (no agent) end the drain at --timeout with exit 9, kubectl's error per pod."""
     server = node_with_pods
     result = kctl("drain", "n1", "--ignore-daemonsets", "--force", "--timeout", "300ms")
     assert result.code == 9
+    errors = ['error when waiting for pod "bare" terminating: global timeout reached: 300ms',
+              'error when waiting for pod "web-1" terminating: global timeout reached: 300ms']
+    aggregate = "[" + ", ".join(errors) + "]"
+    assert result.err.splitlines()[-8:] == [
+        f'There are pending pods in node "n1" when an error occurred: {aggregate}',
+        "pod/bare", "pod/web-1",
+        f'error: unable to drain node "n1" due to error: {aggregate}, continuing command...',
+        "There are pending nodes to be drained:", " n1", *errors]
+    web = server.get(server.resource("pods"), "web-1", namespace="default")
+    assert web["metadata"]["deletionTimestamp"]
+
+
+def test_drain_disable_eviction_deletes_and_times_out_as_before(kctl, node_with_pods):
+    """--disable-eviction deletes directly (no `evicting pod` line); at --timeout: drain did not complete within D."""
+    server = node_with_pods
+    result = kctl("drain", "n1", "--ignore-daemonsets", "--force", "--timeout", "300ms", "--disable-eviction")
+    assert result.code == 9
+    assert "evicting pod" not in result.err
     assert result.err.splitlines()[-7:] == [
         'There are pending pods in node "n1" when an error occurred: drain did not complete within 300ms',
         "pod/bare", "pod/web-1",

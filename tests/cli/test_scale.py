@@ -96,8 +96,8 @@ def test_scale_current_replicas_precondition(kctl, workloads):
 
 @pytest.mark.parametrize("args,err", [
     (["deploy/web"], "error: The --replicas=COUNT flag is required, and COUNT must be greater than or equal to 0\n"),
-    (["configmap/cm", "--replicas", "1"], "error: configmap/cm: cannot scale configmaps: only deployments and "
-                                          "replicasets have replicas\n"),
+    (["configmap/cm", "--replicas", "1"], "error: configmap/cm: cannot scale configmaps: only deployments, "
+                                          "replicasets and statefulsets have replicas\n"),
 ], ids=["no-replicas", "not-scalable"])
 def test_scale_refusals(kctl, workloads, args, err):
     """A missing --replicas and a kind without replicas are one error line, exit 1."""

@@ -66,7 +66,31 @@ class AdmissionPlugin:
 @functools.cache
 def builtin_plugins() -> tuple[AdmissionPlugin, ...]:
     """The enabled plugins, in kube-apiserver's recommended order; each module defines PLUGIN."""
-    return ()
+    import importlib
+
+    modules = (
+        "limitranger",                    # LimitRanger
+        "priority",                       # Priority
+        "defaultstorageclass",            # DefaultStorageClass
+        "storageobjectinuseprotection",   # StorageObjectInUseProtection
+        "storagevalidation",              # claim/volume/class checks + PersistentVolumeClaimResize
+        "resourcequota",                  # ResourceQuota (last=True: after the validating hooks)
+    )
+    return tuple(importlib.import_module(f"{__name__}.{module}").PLUGIN for module in modules)
+
+
+def per_request(lister: Lister) -> Lister:
+    """`lister` remembering what it listed: the chain wraps its Lister in one per request, so plugins that
+    read the same objects (LimitRanger's mutate and validate, ...) list them once."""
+    seen: dict[tuple[str, str | None], list[dict]] = {}
+
+    def cached(group_kind: str, namespace: str | None = None) -> list[dict]:
+        key = (group_kind, namespace)
+        if key not in seen:
+            seen[key] = lister(group_kind, namespace)
+        return seen[key]
+
+    return cached
 
 
 def run_mutating(attrs: Attributes, lister: Lister) -> None:
@@ -83,4 +107,5 @@ def run_validating(attrs: Attributes, lister: Lister, *, last: bool) -> None:
             plugin.validate(attrs, lister)
 
 
-__all__ = ["AdmissionPlugin", "Attributes", "Lister", "builtin_plugins", "run_mutating", "run_validating"]
+__all__ = ["AdmissionPlugin", "Attributes", "Lister", "builtin_plugins", "per_request", "run_mutating",
+           "run_validating"]

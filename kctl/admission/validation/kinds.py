@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from kctl.admission.validation.autoscaling import hpa_errors
 from kctl.admission.validation.crd import validate_crd
 from kctl.admission.validation.fields import (Path, dig, invalid_value, join_path, required_value, show_value,
                                               unsupported_value)
@@ -332,6 +333,7 @@ KIND_CHECKS: dict[str, tuple[Callable[[dict], list[FieldError]], ...]] = {
     "DaemonSet.apps": (_daemonset_errors,),
     "Job.batch": (_job_errors,),
     "CronJob.batch": (_cronjob_errors,),
+    "HorizontalPodAutoscaler.autoscaling": (hpa_errors,),
     "CustomResourceDefinition.apiextensions.k8s.io": (_crd_errors,),
     "MutatingAdmissionHook.kctl.io": (_hook_errors,),
     "ValidatingAdmissionHook.kctl.io": (_hook_errors,),

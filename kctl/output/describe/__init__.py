@@ -17,14 +17,20 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from kctl.machinery.resources import ResourceType
+from kctl.output.describe.autoscaling import describe_hpa
 from kctl.output.describe.config import describe_configmap, describe_secret
 from kctl.output.describe.context import Context, Describer
+from kctl.output.describe.disruption import describe_pdb
 from kctl.output.describe.generic import describe_generic, smart_label
 from kctl.output.describe.networking import describe_service
 from kctl.output.describe.nodes import describe_node
 from kctl.output.describe.podspec import describe_pod_template
 from kctl.output.describe.pods import describe_pod
+from kctl.output.describe.policy import describe_limit_range, describe_priority_class, describe_quota
 from kctl.output.describe.sections import rfc1123z
+from kctl.output.describe.statefulset import describe_statefulset
+from kctl.output.describe.storage import (describe_persistent_volume, describe_persistent_volume_claim,
+                                            describe_storage_class)
 from kctl.output.describe.workloads import describe_deployment
 from kctl.output.describe.writer import PrefixWriter, tabwrite
 
@@ -35,15 +41,25 @@ __all__ = ["DESCRIBERS", "PrefixWriter", "describe", "describe_pod_template", "r
 DESCRIBERS: dict[str, Describer] = {
     "Pod": describe_pod,
     "Deployment.apps": describe_deployment,
+    "StatefulSet.apps": describe_statefulset,
+    "HorizontalPodAutoscaler.autoscaling": describe_hpa,
     "Node": describe_node,
     "Secret": describe_secret,
     "ConfigMap": describe_configmap,
     "Service": describe_service,
+    "PodDisruptionBudget.policy": describe_pdb,
+    "ResourceQuota": describe_quota,
+    "LimitRange": describe_limit_range,
+    "PriorityClass.scheduling.k8s.io": describe_priority_class,
+    "PersistentVolume": describe_persistent_volume,
+    "PersistentVolumeClaim": describe_persistent_volume_claim,
+    "StorageClass.storage.k8s.io": describe_storage_class,
 }
 
 
 def describe(obj: dict, rt: ResourceType, events: list[dict], *, now: datetime | None = None,
-             replica_sets: list[dict] | None = None, endpoint_slices: list[dict] | None = None) -> str:
+             replica_sets: list[dict] | None = None, endpoint_slices: list[dict] | None = None,
+             pods: list[dict] | None = None) -> str:
     """kubectl describe's text for `obj` (ends with a newline).
 
     events: the events whose involvedObject is `obj` (any order; sorted here).
@@ -51,12 +67,14 @@ def describe(obj: dict, rt: ResourceType, events: list[dict], *, now: datetime |
     are picked out to print OldReplicaSets/NewReplicaSet); None omits those lines.
     endpoint_slices: for a Service, its EndpointSlices (label kubernetes.io/service-name),
     for the `Endpoints:` line of each port; None prints `<none>` there.
+    pods: for a StatefulSet, the pods of its namespace (those it controls are counted); for a
+    PersistentVolumeClaim, its namespace's pods (`Used By:` names those that use it).
     """
     if now is None:
         now = datetime.now(timezone.utc)
     ctx = Context(now=now if now.tzinfo else now.replace(tzinfo=timezone.utc),
                   events=list(events or ()), replica_sets=replica_sets,
-                  endpoint_slices=list(endpoint_slices or ()))
+                  endpoint_slices=list(endpoint_slices or ()), pods=pods)
     w = PrefixWriter()
     DESCRIBERS.get(rt.group_kind, describe_generic)(w, obj, ctx)
     return w.text()

@@ -23,12 +23,15 @@ class Context:
 
     replica_sets: a Deployment's namespace's ReplicaSets, None to omit Old/NewReplicaSets.
     endpoint_slices: a Service's EndpointSlices, for each port's `Endpoints:` line.
+    pods: a StatefulSet's namespace's pods, for `Pods Status:`.
     """
 
     now: datetime
     events: list[dict]
     replica_sets: list[dict] | None
     endpoint_slices: list[dict] = dataclass_field(default_factory=list)
+    #: a StatefulSet's namespace's pods (its `Pods Status:` counts), None when not fetched
+    pods: list[dict] | None = None
 
 
 #: one kind's layout: writes `obj` (with `ctx`'s events) to the writer

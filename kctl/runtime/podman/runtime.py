@@ -3,7 +3,7 @@
 A node agent (kctl.agent) gets one per Node from kctl.runtime.connect.runtime_for_node and
 only calls the Runtime methods. The runtime is its parts, one per idea, over one
 connection (kctl.runtime.podman.connection: unix socket or SSH tunnel): pods, containers,
-images, volumes, networks, exec/logs/events; here are the host (info, reachability for the
+images, volumes, networks, exec/logs/events, usage (stats); here are the host (info, reachability for the
 node heartbeat, kctl.runtime.hostprobe; commands run on it, kctl.runtime.hostexec) and the
 life of the connection.
 """
@@ -21,10 +21,11 @@ from kctl.runtime.podman.exec_logs import ExecAndLogs
 from kctl.runtime.podman.images import Images
 from kctl.runtime.podman.networks import Networks
 from kctl.runtime.podman.pods import PodSandboxes
+from kctl.runtime.podman.stats import Stats
 from kctl.runtime.podman.volumes import Volumes
 
 
-class PodmanRuntime(PodSandboxes, Containers, Images, Volumes, Networks, ExecAndLogs):
+class PodmanRuntime(PodSandboxes, Containers, Images, Volumes, Networks, ExecAndLogs, Stats):
     """kctl.runtime.interface.Runtime on one Podman service (unix socket or ssh://)."""
 
     def __init__(self, base_url: str, *, identity: str | None = None,

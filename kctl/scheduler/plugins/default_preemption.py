@@ -5,15 +5,20 @@ rejected as Unschedulable (not UnschedulableAndUnresolvable: evicting cannot hel
 there), it removes every pod of lower priority than the preemptor from a copy of the
 node, checks with the profile's own Filter plugins that the pod would fit, then puts
 victims back from the highest priority down while the pod still fits (the "reprieve").
-Among the nodes that work it picks, as kube does, the one whose most important victim
-has the lowest priority, then the lowest sum of victim priorities, then the fewest
-victims. It deletes the victims through the API (a Warning "Preempted" event on each),
-writes status.nominatedNodeName on the preemptor, and returns that node: the pod
-stays in the queue and is tried again when the victims' deletion frees the node.
+PodDisruptionBudgets count as in kube: victims whose eviction would take a budget below
+zero (status.disruptionsAllowed, pods already in its disruptedPods aside) are reprieved
+first, and among the nodes that work it picks, as kube does, the one with the fewest such
+budget-violating victims, then whose most important victim has the lowest priority, then
+the lowest sum of victim priorities, then the fewest victims (victims are still deleted
+when every choice violates a budget: preemption is best effort, as kube's). The budgets come
+from the scheduler's shared informer (handle.informers), else an API list. It deletes
+the victims through the API (a Warning "Preempted" event on each), writes
+status.nominatedNodeName on the preemptor, and returns that node: the pod stays in the
+queue and is tried again when the victims' deletion frees the node.
 
-Not done: PodDisruptionBudgets (kctl has none), the PreFilter AddPod/RemovePod
-extensions (inter-pod affinity and topology spread judge the what-if node with the
-counts of the real one), and lowering other pods' nominations.
+Not done: the PreFilter AddPod/RemovePod extensions (inter-pod affinity and topology
+spread judge the what-if node with the counts of the real one), and lowering other pods'
+nominations.
 Args: minCandidateNodesPercentage (default 10), minCandidateNodesAbsolute (default 100)
 bound how many nodes are tried. Built by plugins.registry; needs handle.framework,
 handle.snapshot and (to evict) handle.api.
@@ -38,15 +43,42 @@ class Candidate:
 
     node_name: str
     victims: tuple[PodInfo, ...]
+    pdb_violations: int = 0
 
-    def rank(self) -> tuple[int, int, int]:
-        """Lower is better: highest victim priority, sum of priorities, number of victims."""
+    def rank(self) -> tuple[int, int, int, int]:
+        """Lower is better: budget-violating victims, highest victim priority, sum of priorities, number of victims."""
         priorities = [v.priority for v in self.victims]
-        return (max(priorities, default=-(2 ** 31)), sum(priorities), len(priorities))
+        return (self.pdb_violations, max(priorities, default=-(2 ** 31)), sum(priorities), len(priorities))
 
 
 def preemption_policy(pod: PodInfo) -> str:
     return (pod.pod.get("spec") or {}).get("preemptionPolicy") or "PreemptLowerPriority"
+
+
+def split_by_pdb_violation(pods: list[PodInfo], budgets: list[dict]) -> tuple[list[PodInfo], list[PodInfo]]:
+    """kube's filterPodsWithPDBViolation: (victims whose eviction takes a budget below zero, the others), in order.
+
+    Each budget's disruptionsAllowed is spent by the pods it selects, in the order given; a pod
+    already in a budget's status.disruptedPods spends nothing (the API server counted it). A nil
+    or empty selector selects nothing here, as in kube's scheduler.
+    """
+    from kctl.machinery.disruption import selects
+
+    allowed = [int((b.get("status") or {}).get("disruptionsAllowed") or 0) for b in budgets]
+    violating: list[PodInfo] = []
+    others: list[PodInfo] = []
+    for info in pods:
+        violated = False
+        if (info.pod.get("metadata") or {}).get("labels"):
+            for i, budget in enumerate(budgets):
+                if not ((budget.get("spec") or {}).get("selector") or {}) or not selects(budget, info.pod):
+                    continue
+                if info.name in ((budget.get("status") or {}).get("disruptedPods") or {}):
+                    continue
+                allowed[i] -= 1
+                violated = violated or allowed[i] < 0
+        (violating if violated else others).append(info)
+    return violating, others
 
 
 class DefaultPreemption:
@@ -85,14 +117,15 @@ class DefaultPreemption:
         snapshot = self.handle.snapshot
         potential = [name for name, status in node_to_status.items() if status.code is Code.UNSCHEDULABLE]
         limit = self.candidate_limit(len(snapshot) or len(potential))
+        budgets = self.budgets() if potential else []
         candidates: list[Candidate] = []
         for name in potential:
             node = snapshot.get(name)
             if node is None:
                 continue
-            victims = self.select_victims(state, pod, node)
-            if victims is not None:
-                candidates.append(Candidate(name, tuple(victims)))
+            chosen = self._victims(state, pod, node, budgets)
+            if chosen is not None:
+                candidates.append(Candidate(name, tuple(chosen[0]), chosen[1]))
                 if len(candidates) >= limit:
                     break
         if not candidates:
@@ -105,8 +138,34 @@ class DefaultPreemption:
             return False
         return is_ok(framework.run_filter(state, pod, node))
 
-    def select_victims(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> list[PodInfo] | None:
+    def budgets(self) -> list[dict]:
+        """The PodDisruptionBudgets (kube's pdbLister): the shared informer's cache once it has listed, else an
+        API list, else none (no API: plugin unit tests)."""
+        from kctl.machinery.errors import APIError
+
+        informers = getattr(self.handle, "informers", None)
+        if informers is not None:
+            informer = informers.informer("poddisruptionbudgets")
+            if informer.has_synced():
+                return informer.list()
+        api = self.handle.api
+        if api is None:
+            return []
+        try:
+            return api.list(api.resource("poddisruptionbudgets"))[0]
+        except APIError as exc:
+            log.warning("preemption: cannot list PodDisruptionBudgets: %s", exc)
+            return []
+
+    def select_victims(self, state: CycleState, pod: PodInfo, node: NodeInfo,
+                       budgets: list[dict] | None = None) -> list[PodInfo] | None:
         """The fewest lower-priority pods to evict from `node` so the pod fits (None: not enough)."""
+        chosen = self._victims(state, pod, node, budgets or [])
+        return None if chosen is None else chosen[0]
+
+    def _victims(self, state: CycleState, pod: PodInfo, node: NodeInfo,
+                 budgets: list[dict]) -> tuple[list[PodInfo], int] | None:
+        """kube's selectVictimsOnNode: the victims and how many of them violate a budget (None: not enough)."""
         lower = [p for p in node.pods.values() if p.priority < pod.priority and not p.terminating]
         if not lower:
             return None
@@ -115,14 +174,19 @@ class DefaultPreemption:
             what_if.remove_pod(p.key)
         if not self._fits(state, pod, what_if):
             return None
-        victims = []
-        # reprieve the most important pods first (kube: by priority, then the longest running)
-        for p in sorted(lower, key=lambda p: -p.priority):
-            what_if.add_pod(p)
-            if not self._fits(state, pod, what_if):
-                what_if.remove_pod(p.key)
-                victims.append(p)
-        return victims
+        victims: list[PodInfo] = []
+        violations = 0
+        # reprieve the most important pods first (kube: by priority, then the longest running), those whose
+        # eviction would violate a budget before the others
+        violating, others = split_by_pdb_violation(sorted(lower, key=lambda p: -p.priority), budgets)
+        for group, counts in ((violating, True), (others, False)):
+            for p in group:
+                what_if.add_pod(p)
+                if not self._fits(state, pod, what_if):
+                    what_if.remove_pod(p.key)
+                    victims.append(p)
+                    violations += counts
+        return victims, violations
 
     def evict(self, pod: PodInfo, candidate: Candidate) -> None:
         """Delete the victims and nominate the node on the preemptor (best effort, logged)."""
@@ -149,4 +213,4 @@ class DefaultPreemption:
             log.warning("nominating %s for %s: %s", candidate.node_name, pod.key, exc)
 
 
-__all__ = ["Candidate", "DefaultPreemption", "preemption_policy"]
+__all__ = ["Candidate", "DefaultPreemption", "preemption_policy", "split_by_pdb_violation"]

@@ -20,11 +20,13 @@ from kctl.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from kctl.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from kctl.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from kctl.scheduler.plugins.taint_toleration import TaintToleration
+from kctl.scheduler.plugins.volume_binding import VolumeBinding
+from kctl.scheduler.plugins.volume_restrictions import VolumeRestrictions
 
 IN_TREE: dict[str, PluginFactory] = {cls.NAME: cls for cls in (
-    NodeName, NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
-    NodeResourcesBalancedAllocation, PodTopologySpread, InterPodAffinity, ImageLocality, DefaultPreemption,
-    DefaultBinder,
+    NodeName, NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions,
+    VolumeBinding, NodeResourcesBalancedAllocation, PodTopologySpread, InterPodAffinity, ImageLocality,
+    DefaultPreemption, DefaultBinder,
 )}
 
 

@@ -342,6 +342,25 @@ def test_container_events_bring_deaths_with_exit_codes(runtime: Runtime, pod: Po
     assert all(e.container_id in (quick, killed) for e in got)
 
 
+def test_usage_of_running_containers_and_of_the_host(runtime: Runtime, pod: PodSandbox) -> None:
+    """container_stats lists running containers matching the labels (with their labels), not created ones;
+    host_stats gives the host's cumulative CPU time, which does not go back, and memory in use."""
+    running = run(runtime, pod, command=["sleep", "1000"], labels={"which": "stats"})
+    created = create(runtime, pod, command=["sleep", "1000"], labels={"which": "stats"})
+    try:
+        samples = runtime.container_stats(contract_labels(which="stats"))
+        assert [sample.id for sample in samples] == [running]
+        (sample,) = samples
+        assert sample.cpu_nanos >= 0 and sample.memory_bytes >= 0 and sample.timestamp > 0
+        assert sample.labels["which"] == "stats"
+        first, second = runtime.host_stats(), runtime.host_stats()
+        assert first.cpu_nanos >= 0 and first.memory_used_bytes >= 0 and first.timestamp > 0
+        assert second.cpu_nanos >= first.cpu_nanos and second.timestamp >= first.timestamp
+    finally:
+        runtime.remove_container(running)
+        runtime.remove_container(created)
+
+
 def test_every_protocol_method_is_exercised() -> None:
     """Each method of the Runtime Protocol is called somewhere in this suite (a new one needs a case)."""
     source = open(__file__, encoding="utf-8").read()

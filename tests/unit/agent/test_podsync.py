@@ -486,9 +486,9 @@ def test_missing_volume_source_is_failed_mount(node: Harness) -> None:
 
 
 def test_unsupported_volume_is_refused(node: Harness) -> None:
-    """A persistentVolumeClaim volume cannot be provided: the reason is on the status."""
+    """An nfs volume cannot be provided: the reason is on the status."""
     app = container("app", volumeMounts=[{"name": "data", "mountPath": "/data"}])
-    node.sync(make_pod(containers=[app], volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "d"}}]))
+    node.sync(make_pod(containers=[app], volumes=[{"name": "data", "nfs": {"server": "s", "path": "/d"}}]))
     assert "not supported by kctl" in node.status("app")["state"]["waiting"]["message"]
 
 

@@ -281,6 +281,7 @@ def test_served_requests_record_the_server_user_and_client(store, tmp_path):
             return "gone"
 
         def close(self) -> None:
+            a.shutdown(socket.SHUT_RDWR)  # the client's reader sees the end at once (as when ssh exits)
             a.close()
 
     server = serve.Server(served, b.makefile("rb"), b.makefile("wb"), workers=2)
@@ -312,3 +313,12 @@ def test_env_var_path(tmp_path, monkeypatch):
     assert (tmp_path / "elsewhere" / "a.log").exists()
     assert os.stat(tmp_path / "elsewhere").st_mode & 0o077 == 0
     api.store.close()
+
+
+def test_resource_metrics_writes_are_not_audited(api):
+    """The agents' PodMetrics writes (Kubernetes never stores them) stay out of the log; other writes stay in."""
+    api.create({"apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetrics",
+                "metadata": {"name": "web", "namespace": "default"}, "timestamp": "2026-12-04T00:00:00Z",
+                "window": "15s", "containers": [{"name": "web", "usage": {"cpu": "1m", "memory": "1Mi"}}]})
+    api.create(_cm())
+    assert [(verb, resource) for verb, resource, *_ in _summary(api)] == [("create", "configmaps")]

@@ -235,7 +235,10 @@ def test_allow_creates_one_job_per_schedule(api):
         status = sim.wait_status(lambda s: len(s.get("active") or ()) == 2 and s.get("lastSuccessfulTime"),
                                  "the finished job leaves status.active")
         assert {r["name"] for r in status["active"]} == {sim.job_for(10), sim.job_for(20)}
-        assert {"SuccessfulCreate", "SawCompletedJob"} <= set(sim.reasons())
+        from rollout_harness import wait_for  # events are recorded after the status write: wait for them
+
+        wait_for(lambda: {"SuccessfulCreate", "SawCompletedJob"} <= set(sim.reasons()),
+                 what="the events SuccessfulCreate and SawCompletedJob")
 
 
 def test_forbid_skips_while_a_job_is_active(api):

@@ -8,7 +8,6 @@ import datetime as dt
 import pytest
 
 from kctl.admission.validation import validate
-from kctl.machinery.errors import ClientSideError
 from kctl.machinery.resources import builtin_registry
 from kctl.output.tables import TABLES
 

@@ -52,7 +52,10 @@ def test_default_profile_matches_kube():
     fw = build_framework(config.profiles[0], handle=Handle())
     assert fw.profile_name == "default-scheduler"
     assert fw.plugin_names("filter") == ["NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity",
-                                         "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"]
+                                         "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "VolumeBinding",
+                                         "PodTopologySpread", "InterPodAffinity"]
+    assert fw.plugin_names("reserve") == ["VolumeBinding"]
+    assert fw.plugin_names("preBind") == ["VolumeBinding"]
     assert fw.weights == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
                           "PodTopologySpread": 2, "InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1,
                           "ImageLocality": 1}

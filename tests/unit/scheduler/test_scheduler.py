@@ -186,8 +186,11 @@ def test_deleted_pod_frees_room(api, sched, clock):
 def test_priority_gets_the_last_slot(api, sched):
     """With room for one pod, the higher-priority pod is scheduled first and gets it."""
     api.create(node("n", cpu="1"))
-    api.create(pod("low", cpu="1", priority=1))
-    api.create(pod("high", cpu="1", priority=1000))
+    for cls, value in (("low", 1), ("high", 1000)):  # the Priority admission plugin resolves classes
+        api.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": cls},
+                    "value": value})
+    api.create(pod("low", cpu="1", priorityClassName="low"))
+    api.create(pod("high", cpu="1", priorityClassName="high"))
     sync(api, sched)
     sched.schedule_pending()
     assert placed_node(api, "high") == "n"
@@ -280,7 +283,8 @@ def test_run_with_shared_informers(api):
         api.create(pod("late", cpu="100m"))
         assert wait_for(lambda: placed_node(api, "early") == "n1" and placed_node(api, "late") == "n1")
         assert sched.informers is informers and not sched.owns_informers
-        assert [i.rt.plural for i in informers.informers()] == ["nodes", "pods"]
+        assert sorted(i.rt.plural for i in informers.informers()) == [
+            "nodes", "persistentvolumeclaims", "persistentvolumes", "pods", "storageclasses"]
     finally:
         stop.set()
         runner.join(30)
@@ -294,7 +298,9 @@ def test_run_without_informers_starts_and_stops_its_own(api):
     sched = Scheduler(api)
     assert sched.owns_informers
     own = sched.informers.informers()
-    assert [i.rt.plural for i in own] == ["nodes", "pods"] and not any(i.running for i in own)
+    assert sorted(i.rt.plural for i in own) == [
+        "nodes", "persistentvolumeclaims", "persistentvolumes", "pods", "storageclasses"]
+    assert not any(i.running for i in own)
     stop = threading.Event()
     runner = threading.Thread(target=sched.run, args=(stop,))
     runner.start()
@@ -342,8 +348,11 @@ def test_preemption_end_to_end(api, sched, clock):
     """A high-priority pod that fits nowhere evicts a lower-priority one, is nominated, and is
     bound once the victim is gone (the victim's deletion moves it back to activeQ)."""
     api.create(node("n", cpu="1"))
-    api.create(pod("low", cpu="1", priority=1, node_name="n"))
-    api.create(pod("high", cpu="1", priority=1000))
+    for cls, value in (("low", 1), ("high", 1000)):  # the Priority admission plugin resolves classes
+        api.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": cls},
+                    "value": value})
+    api.create(pod("low", cpu="1", priorityClassName="low", node_name="n"))
+    api.create(pod("high", cpu="1", priorityClassName="high"))
     sync(api, sched)
     sched.schedule_pending()
     rt = api.resource("pods")

@@ -224,6 +224,12 @@ VALID = {
                      "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}]}},
     "PriorityClass": {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
                       "value": 1000, "preemptionPolicy": "PreemptLowerPriority"},
+    "PodMetrics": {"apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetrics",
+                   "metadata": {"name": "web", "labels": {"app": "web"}}, "timestamp": "2026-12-04T22:00:00Z",
+                   "window": "15s", "containers": [{"name": "app", "usage": {"cpu": "12345n", "memory": "3Mi"}}]},
+    "NodeMetrics": {"apiVersion": "metrics.k8s.io/v1beta1", "kind": "NodeMetrics", "metadata": {"name": "h1"},
+                    "timestamp": "2026-12-04T22:00:00Z", "window": "15s",
+                    "usage": {"cpu": "329087452n", "memory": "2748180Ki"}},
 }
 
 

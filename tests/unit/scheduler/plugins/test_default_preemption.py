@@ -74,6 +74,10 @@ def test_post_filter_evicts_and_nominates(api):
     vip = make_pod("vip", cpu="1", priority=10)
     for p in (low, vip):
         del p["metadata"]["uid"]
+        value = p["spec"].pop("priority")  # the Priority admission plugin sets it from the pod's class
+        api.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": f"p{value}"},
+                    "value": value})
+        p["spec"]["priorityClassName"] = f"p{value}"
     low = api.create(low)
     api.bind("default", "low", "n")
     vip = api.create(vip)

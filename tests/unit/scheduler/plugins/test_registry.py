@@ -9,7 +9,7 @@ from kctl.scheduler.plugins.registry import IN_TREE, registry
 
 EXPECTED = {"NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
             "NodeResourcesBalancedAllocation", "PodTopologySpread", "InterPodAffinity", "ImageLocality",
-            "DefaultPreemption", "DefaultBinder"}
+            "DefaultPreemption", "DefaultBinder", "VolumeRestrictions", "VolumeBinding"}
 
 
 def test_names():
