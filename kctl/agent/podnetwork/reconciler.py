@@ -91,6 +91,7 @@ class PodNetwork:
         self._informer_thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._joined: str | None = NOT_READY  # what pod_network() returns
+        self._default_for_no_cidr = False  # _joined is "" only because the Node had no podCIDR at the last pass
         self._rootless: bool | None = None
         self._said: dict[str, str] = {}  # event reason -> the last message recorded (once per distinct one)
         self.pod_cidr_grace = pod_cidr_grace
@@ -111,7 +112,13 @@ class PodNetwork:
                 joined = ""
         if joined == "" and self._awaiting_pod_cidr():
             return NOT_READY  # ...unless node-ipam may be about to give it one (as kubelet's NetworkReady)
+        if joined == "" and self._default_for_no_cidr and self._has_pod_cidr():
+            return NOT_READY  # the Node has just got its podCIDR: the pass that makes its network decides
         return joined
+
+    def _has_pod_cidr(self) -> bool:
+        me = self.nodes.get(None, self.node_name)
+        return me is not None and bool(pod_cidr_of(me))
 
     def _awaiting_pod_cidr(self) -> bool:
         """This Node has no podCIDR yet, its agent started less than `pod_cidr_grace` s ago, and a control
@@ -220,6 +227,7 @@ class PodNetwork:
         if not pod_cidr:  # node-ipam off: as before the pod network (a log line, no Event)
             self._use_default("NoPodCIDR", f"node {self.node_name} has no spec.podCIDR: its pods use Podman's "
                                            "default network (no routes between hosts)", event=False)
+            self._default_for_no_cidr = True
             return
         sharing = sorted((n.get("metadata") or {}).get("name", "") for n in nodes
                          if n is not me and my_ip and internal_ip_of(n) == my_ip and pod_cidr_of(n))
@@ -234,7 +242,7 @@ class PodNetwork:
                                                     "network, reachable only through hostPorts")
             return
         self._ensure_network(pod_cidr, me)
-        self._joined = self.network
+        self._joined, self._default_for_no_cidr = self.network, False
         cluster_cidr = self._cluster_cidr(pod_cidr)
         self._run_ok(["sysctl", "-w", "net.ipv4.ip_forward=1"], what="IP forwarding")
         self._run_ok(["nft", "-f", "-"], what=f"nft table ip {self.table}",
@@ -254,7 +262,7 @@ class PodNetwork:
 
     def _use_default(self, reason: str, message: str, *, event: bool = True) -> None:
         """New sandboxes join Podman's default network; say why once (an Event, or only a log line)."""
-        self._joined = ""
+        self._joined, self._default_for_no_cidr = "", False
         if not event:
             if self._said.get(reason) != message:
                 self._said[reason] = message

@@ -23,6 +23,7 @@ from kctl.output.describe.context import Context, Describer
 from kctl.output.describe.disruption import describe_pdb
 from kctl.output.describe.generic import describe_generic, smart_label
 from kctl.output.describe.networking import describe_service
+from kctl.output.describe.networkpolicy import describe_network_policy
 from kctl.output.describe.nodes import describe_node
 from kctl.output.describe.podspec import describe_pod_template
 from kctl.output.describe.pods import describe_pod
@@ -47,6 +48,7 @@ DESCRIBERS: dict[str, Describer] = {
     "Secret": describe_secret,
     "ConfigMap": describe_configmap,
     "Service": describe_service,
+    "NetworkPolicy.networking.k8s.io": describe_network_policy,
     "PodDisruptionBudget.policy": describe_pdb,
     "ResourceQuota": describe_quota,
     "LimitRange": describe_limit_range,

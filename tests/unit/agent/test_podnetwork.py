@@ -351,3 +351,20 @@ def test_node_without_pod_cidr_waits_only_its_grace(api, network):
     assert waiting.reconcile() and waiting.pod_network() is None
     plugin = network("h1", MemoryRuntime())
     assert plugin.passes == 0 and plugin.pod_network() == ""
+
+
+def test_a_pod_cidr_given_after_a_pass_keeps_sandboxes_waiting_for_the_network(api, network):
+    """A pass saw no podCIDR (default network); node-ipam then gives one: until the next pass has made the
+    network, new sandboxes wait, none starts on Podman's default network (CI caught pods at 10.88.x.x)."""
+    create(api, node("h1", "", "10.77.0.11"))
+    plugin = network("h1", MemoryRuntime())
+    assert plugin.reconcile() and plugin.pod_network() == ""  # no podCIDR, grace over: default network
+    current = api.get(api.resource("nodes"), "h1")
+    current["spec"]["podCIDR"] = "10.244.0.0/24"
+    api.update(current)
+    deadline = time.monotonic() + 10
+    while not (plugin.nodes.get(None, "h1") or {}).get("spec", {}).get("podCIDR"):
+        assert time.monotonic() < deadline, "the Node informer did not catch up"
+        time.sleep(0.02)
+    assert plugin.pod_network() is None  # the network is not made yet: wait
+    assert plugin.reconcile() and plugin.pod_network() == "kctl"
