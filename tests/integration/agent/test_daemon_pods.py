@@ -130,7 +130,10 @@ def test_init_containers_env_volumes_logs_and_exec(api, daemon, kctl) -> None:
     wait_for(lambda: b"ready" in kctl("logs", "app").stdout, what="app's output", daemon=daemon)
     out = kctl("logs", "app", "-c", "main").stdout.decode()
     assert out.splitlines()[:4] == ["init-one", "init-two", "colour=blue size=9 pw=hunter2 me=app ns=default", "600"]
-    assert 'tier="x"' in out
+    # the label patched after the create reaches the downwardAPI file (at once or by a later refresh, as the
+    # kubelet's): the container may have started before the patch arrived, so read the file, not the log
+    wait_for(lambda: b'tier="x"' in kctl("exec", "app", "--", "cat", "/info/labels").stdout,
+             what="the patched label in the downwardAPI volume", daemon=daemon)
     inits = {s["name"]: s for s in get_pod(api, "app")["status"]["initContainerStatuses"]}
     assert inits["first"]["state"]["terminated"]["exitCode"] == 0
     assert inits["second"]["state"]["terminated"]["reason"] == "Completed"
