@@ -197,24 +197,15 @@ class History:
 
     def scale_up_limit(self, key: str, current: int, rules: ScalingRules, now: float) -> int:
         """calculateScaleUpLimitWithScalingRules: the most replicas the policies allow now."""
-        if rules.select_policy == "Disabled":
-            return current
-        with self.lock:
-            ups, downs = list(self.scale_up_events.get(key, ())), list(self.scale_down_events.get(key, ()))
-        proposals = []
-        for policy in rules.policies:
-            start = current - self._change_in_period(ups, policy.period_seconds, now) \
-                + self._change_in_period(downs, policy.period_seconds, now)
-            if policy.type == "Pods":
-                proposals.append(start + policy.value)
-            elif policy.type == "Percent":
-                proposals.append(math.ceil(start * (1 + policy.value / 100)))
-        if not proposals:
-            return current
-        return min(proposals) if rules.select_policy == "Min" else max(proposals)
+        return self._limit(key, current, rules, now, up=True)
 
     def scale_down_limit(self, key: str, current: int, rules: ScalingRules, now: float) -> int:
         """calculateScaleDownLimitWithBehaviors: the fewest replicas the policies allow now."""
+        return self._limit(key, current, rules, now, up=False)
+
+    def _limit(self, key: str, current: int, rules: ScalingRules, now: float, *, up: bool) -> int:
+        """Each policy's bound from the replicas at its period's start; selectPolicy Max picks the loosest
+        (the most when scaling up, the fewest when scaling down), Min the tightest."""
         if rules.select_policy == "Disabled":
             return current
         with self.lock:
@@ -224,13 +215,15 @@ class History:
             start = current - self._change_in_period(ups, policy.period_seconds, now) \
                 + self._change_in_period(downs, policy.period_seconds, now)
             if policy.type == "Pods":
-                proposals.append(start - policy.value)
+                proposals.append(start + policy.value if up else start - policy.value)
             elif policy.type == "Percent":
-                proposals.append(int(start * (1 - policy.value / 100)))
+                proposals.append(math.ceil(start * (1 + policy.value / 100)) if up
+                                 else int(start * (1 - policy.value / 100)))
         if not proposals:
             return current
-        return max(proposals) if rules.select_policy == "Min" else min(proposals)
-
+        loosest = max if up else min
+        tightest = min if up else max
+        return tightest(proposals) if rules.select_policy == "Min" else loosest(proposals)
 
 @dataclass(frozen=True)
 class Normalized:
