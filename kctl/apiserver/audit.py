@@ -54,6 +54,20 @@ _client: contextvars.ContextVar[str | None] = contextvars.ContextVar("kctl_audit
 _process_agent: str | None = None
 
 
+@dataclass(frozen=True)
+class Requester:
+    """Who made the request being served, as an authenticating front end (the HTTPS API) found them."""
+
+    user: str
+    groups: tuple[str, ...] = ()
+    uid: str = ""
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    source_ips: tuple[str, ...] = ()
+
+
+_requester: contextvars.ContextVar[Requester | None] = contextvars.ContextVar("kctl_audit_requester", default=None)
+
+
 # -- who and which client ---------------------------------------------------------------------
 
 @contextlib.contextmanager
@@ -67,6 +81,24 @@ def client(user_agent: str | None) -> Iterator[None]:
         yield
     finally:
         _client.reset(token)
+
+
+@contextlib.contextmanager
+def acting_as(requester: Requester | None) -> Iterator[None]:
+    """Writes made inside this block are this requester's (audit user, admission userInfo, field manager's user).
+
+    A context variable: a thread pool worker must enter the block itself (asyncio.to_thread copies the context).
+    """
+    token = _requester.set(requester)
+    try:
+        yield
+    finally:
+        _requester.reset(token)
+
+
+def requester() -> Requester | None:
+    """The requester of an `acting_as` block around this call, or None (the process's own user acts)."""
+    return _requester.get()
 
 
 def set_process_agent(user_agent: str | None) -> None:
@@ -133,7 +165,10 @@ def _clean(text: str) -> str:
 
 
 def source_ips() -> list[str]:
-    """The SSH client's address when this process serves an SSH session, else none."""
+    """The requester's addresses (acting_as), else the SSH client's when this process serves an SSH session."""
+    who = _requester.get()
+    if who is not None and who.source_ips:
+        return list(who.source_ips)
     conn = os.environ.get("SSH_CONNECTION", "").split()
     return [conn[0]] if conn else []
 

@@ -110,6 +110,12 @@ class APIServer:
         self._lock = threading.Lock()
         self._tls = threading.local()
 
+    @property
+    def acting_user(self) -> str:
+        """Who the write being made is by: the requester of an audit.acting_as block, else this API's user."""
+        who = audit.requester()
+        return who.user if who is not None else self.user
+
     # -- kinds -------------------------------------------------------------------------
 
     @property
@@ -659,7 +665,7 @@ class APIServer:
         mutating, validating = self._hooks()
         request = AdmissionRequest(uid=str(uuid.uuid4()), operation=operation, rt=rt,
                                    namespace=ns if rt.namespaced else None, name=name, obj=obj,
-                                   old_obj=old, dry_run=dry_run, user=self.user)
+                                   old_obj=old, dry_run=dry_run, user=self.acting_user)
         admitted = chain.admit(request, mutating=mutating, validating=validating, namespace_labels=ns_labels,
                                warn=self._warn, lister=self._admission_lister)
         return admitted, _matched_hooks(mutating, validating, request, ns_labels, matches)
@@ -874,14 +880,15 @@ class APIServer:
 
     def _ref_event(self, verb: str, target: _Target, code: int, received: str, *, rv: str = "",
                    hooks: tuple[str, ...] = (), **common) -> dict:
-        return audit.event(verb=verb, user=self.user, ref=target.ref(), code=code, received=received,
+        return audit.event(verb=verb, user=self.acting_user, ref=target.ref(), code=code, received=received,
                            resource_version=rv, hooks=hooks, **common)
 
     def _failure_event(self, verb: str, target: _Target, exc: APIError, received: str) -> dict:
         """The event of a refused write: its status code and reason (no message for a Secret)."""
         secret = (target.rt is not None and target.rt.group_kind == "Secret") or target.kind == "Secret"
         hook = _HOOK_NAMED.search(exc.message) if isinstance(exc, Forbidden) else None
-        return audit.event(verb=verb, user=self.user, ref=target.ref(), code=exc.code or 500, received=received,
+        return audit.event(verb=verb, user=self.acting_user, ref=target.ref(), code=exc.code or 500,
+                           received=received,
                            reason=exc.reason, message="" if secret else exc.message,
                            hooks=(hook.group(1),) if hook else ())
 
