@@ -5,6 +5,9 @@
 #                       wait until the web pod is Ready, show it and fetch its page; then
 #                       reach the web Deployment through its Service: the ClusterIP by DNS
 #                       name from inside a pod (kctl exec), the NodePort from this host
+#                       The daemon also serves the Kubernetes API on https://127.0.0.1:6443
+#                       (docs/api.md); .state/kubeconfig is kubectl's way in:
+#                       kubectl --kubeconfig .state/kubeconfig get pods -A
 #   tools/demo.sh down  delete the demo's objects (their containers go), stop the daemon,
 #                       remove what the pod network and kube-proxy made on this host
 # KCTL_STORE (exported by the Makefile) names the store; the daemon registers this host.
@@ -16,6 +19,8 @@ pidfile=$state/daemon.pid
 log=$state/daemon.log
 port=18080
 nodeport=30080   # Service demo/web's spec.ports[0].nodePort (examples/web/20-web.yaml)
+listen=127.0.0.1:6443   # the Kubernetes REST API over HTTPS (kubectl, client libraries)
+kubeconfig=$state/kubeconfig
 
 running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
 
@@ -61,11 +66,12 @@ up() {
     if running; then
         echo "kctl daemon already running (pid $(cat "$pidfile"))"
     else
-        setsid "$kctl" daemon >>"$log" 2>&1 < /dev/null &
+        setsid "$kctl" daemon --listen "$listen" >>"$log" 2>&1 < /dev/null &
         echo $! > "$pidfile"
         echo "kctl daemon started (pid $!, log $log)"
     fi
     wait_until 60 "this host's Node to be Ready" node_ready
+    (umask 077 && $kctl config kubeconfig --server "https://$listen" > "$kubeconfig")
     node=$($kctl get nodes -o jsonpath='{.items[0].metadata.name}')
     url=$($kctl get node "$node" -o jsonpath='{.metadata.annotations.kctl\.io/podman-url}')
     tools/build-demo-image.sh --url "$url"
@@ -94,6 +100,11 @@ up() {
     echo "GET http://$address:$nodeport/ from this host (Service web's NodePort, on every host's address):"
     wait_until 30 "Service web's NodePort to answer" fetch "http://$address:$nodeport/"
     fetch "http://$address:$nodeport/"
+    if command -v kubectl >/dev/null; then
+        echo
+        echo "kubectl --kubeconfig $kubeconfig get pods -A (the Kubernetes API on https://$listen):"
+        kubectl --kubeconfig "$kubeconfig" get pods -A
+    fi
     echo
     echo "The daemon keeps running in the background. Stop it and remove the demo: make stop"
 }

@@ -206,9 +206,18 @@ class NodeAgent:
                          ("PersistentVolume", "persistentvolumes"))}
         for informer in self.sources.values():
             informer.add_handler(self._on_source, lambda old, new: self._on_source(new), self._on_source)
+        #: the `kubernetes` Service (its ClusterIP and port become every container's KUBERNETES_SERVICE_* env)
+        self.kubernetes_service = Informer(self.api, "services",
+                                           field_selector="metadata.namespace=default,metadata.name=kubernetes")
 
     def _informers(self) -> list[Informer]:
-        return [self.pods.informer, *self.sources.values()]
+        return [self.pods.informer, *self.sources.values(), self.kubernetes_service]
+
+    def service_env(self) -> dict[str, str]:
+        """KUBERNETES_SERVICE_HOST/PORT... of the `kubernetes` Service, {} while it does not exist."""
+        from kctl.agent.env import kubernetes_service_env
+
+        return kubernetes_service_env(self.kubernetes_service.get("default", "kubernetes"))
 
     # -- running --------------------------------------------------------------------------
 
@@ -299,9 +308,13 @@ class NodeAgent:
 
             self._probes = ProbeManager()
         copier = {"image_copier": self.image_copier} if self.image_copier is not None else {}
+        from kctl.agent.serviceaccounttokens import TokenManager
+
         context = podsync.SyncContext(node_name=self.node_name, host_ip=self.host_ip, lookup=self.lookup,
                                       backoff=self._backoff, probes=self._probes, now=self.clock,
                                       remote=self.remote, **copier)
+        context.tokens = TokenManager(self.api)  # projected serviceAccountToken sources
+        context.service_env = self.service_env
         if self.pod_network is not None:
             context.pod_network = self.pod_network.pod_network  # the network new sandboxes join
         return context

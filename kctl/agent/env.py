@@ -199,14 +199,40 @@ def _env_from(source: dict, namespace: str, lookup: Lookup) -> dict[str, str]:
 
 # -- the whole environment ----------------------------------------------------------------------
 
+def kubernetes_service_env(service: dict | None) -> dict[str, str]:
+    """The variables of the `kubernetes` Service every container gets (the kubelet's master service env):
+    KUBERNETES_SERVICE_HOST/PORT(_HTTPS) and the Docker-link style KUBERNETES_PORT*; {} without it."""
+    spec = (service or {}).get("spec") or {}
+    host = spec.get("clusterIP")
+    ports = [p for p in spec.get("ports") or () if isinstance(p, dict) and p.get("port")]
+    if not host or host == "None" or not ports:
+        return {}
+    env = {"KUBERNETES_SERVICE_HOST": str(host), "KUBERNETES_SERVICE_PORT": str(ports[0]["port"])}
+    for port in ports:
+        if port.get("name"):
+            env[f"KUBERNETES_SERVICE_PORT_{str(port['name']).upper().replace('-', '_')}"] = str(port["port"])
+    first = ports[0]
+    env["KUBERNETES_PORT"] = f"{str(first.get('protocol') or 'TCP').lower()}://{host}:{first['port']}"
+    for port in ports:
+        proto = str(port.get("protocol") or "TCP")
+        prefix = f"KUBERNETES_PORT_{port['port']}_{proto.upper()}"
+        env[prefix] = f"{proto.lower()}://{host}:{port['port']}"
+        env[f"{prefix}_PROTO"], env[f"{prefix}_PORT"], env[f"{prefix}_ADDR"] = proto.lower(), str(port["port"]), \
+            str(host)
+    return env
+
+
 def resolve_env(pod: dict, container: dict, *, lookup: Lookup, node_name: str, host_ip: str, pod_ip: str,
-                allocatable: Allocatable | None = None) -> tuple[dict[str, str], list[str]]:
+                allocatable: Allocatable | None = None,
+                base: Mapping[str, str] | None = None) -> tuple[dict[str, str], list[str]]:
     """(environment, errors) of `container` in `pod`; errors are the kubelet's messages.
 
-    Resolution goes on after an error, so every problem is listed at once.
+    `base` (the `kubernetes` Service's variables, kubernetes_service_env) comes first: envFrom and env
+    override it and may refer to it, as the kubelet's service environment. Resolution goes on after an
+    error, so every problem is listed at once.
     """
     namespace = (pod.get("metadata") or {}).get("namespace") or "default"
-    env: dict[str, str] = {}
+    env: dict[str, str] = dict(base or {})
     errors: list[str] = []
     for source in container.get("envFrom") or ():
         try:
@@ -246,5 +272,6 @@ def _env_value(pod: dict, container: dict, var: dict, env: Mapping[str, str], *,
     raise ReferenceError_(f"env {var.get('name')}: unsupported valueFrom {sorted(value_from)}")
 
 
-__all__ = ["Allocatable", "Lookup", "ReferenceError_", "expand", "field_value", "resolve_env",
+__all__ = ["Allocatable", "Lookup", "ReferenceError_", "expand", "field_value", "kubernetes_service_env",
+           "resolve_env",
            "resource_value", "source_data"]

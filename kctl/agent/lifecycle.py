@@ -36,7 +36,8 @@ def create_and_start(s: PodSyncState, container: dict, kind: str, restart_count:
         s.wait(name, kind, ("CreateContainerConfigError", refusal), ("Warning", "Failed", f"Error: {refusal}"))
         return None
     env, errors = resolve_env(s.pod, container, lookup=s.ctx.lookup, node_name=s.ctx.node_name,
-                              host_ip=s.ctx.host_ip, pod_ip=s.pod_ip, allocatable=s.allocatable)
+                              host_ip=s.ctx.host_ip, pod_ip=s.pod_ip, allocatable=s.allocatable,
+                              base=s.ctx.service_env())
     if errors:
         s.wait(name, kind, ("CreateContainerConfigError", errors[0]), ("Warning", "Failed", f"Error: {errors[0]}"))
         return None
@@ -82,7 +83,8 @@ def _creation_failed(s: PodSyncState, container: dict, kind: str, message: str) 
 def start_existing(s: PodSyncState, container: dict, kind: str, current: ContainerState) -> ContainerState | None:
     """A container created but never started (the agent stopped in between): start it now."""
     env, _ = resolve_env(s.pod, container, lookup=s.ctx.lookup, node_name=s.ctx.node_name,
-                         host_ip=s.ctx.host_ip, pod_ip=s.pod_ip, allocatable=s.allocatable)
+                         host_ip=s.ctx.host_ip, pod_ip=s.pod_ip, allocatable=s.allocatable,
+                         base=s.ctx.service_env())
     write_volume_files(s, container, current.id, env)
     return _start(s, container, kind, current.id)
 

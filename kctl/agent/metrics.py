@@ -10,7 +10,8 @@ and a NodeMetrics for the node, shaped as metrics-server serves them:
   finds a workload's pods' metrics, as the HPA controller's does), an ownerReference to the
   Pod (the garbage collector removes it with the pod), `timestamp`, `window` and
   `containers: [{name, usage: {cpu, memory}}]`;
-- NodeMetrics: cluster-scoped, named as the node, an ownerReference to the Node, `timestamp`,
+- NodeMetrics: cluster-scoped, named as the node, `metadata.labels` the Node's (read each round, so
+  `kubectl top node -l` over the HTTPS API selects as metrics-server does), an ownerReference to the Node, `timestamp`,
   `window` and `usage: {cpu, memory}`.
 
 CPU usage is a rate: the difference of two cumulative CPU times over the time between the
@@ -114,7 +115,7 @@ class MetricsScraper:
         self._host: HostStats | None = None
         self._written: dict[tuple[str, str], tuple[str, str]] = {}  # (ns, name) -> (pod uid, resourceVersion)
         self._node_written = False
-        self._node_owner: dict | None = None  # an ownerReference to this Node, once read
+        self._node_owner: dict | None = None  # an ownerReference to this Node, as last read
         self._seeded = False
         self._failing = ""  # the error of the current failure streak ("" when the last round worked)
         self._host_failing = False  # host_stats failed in the last round (the pods' metrics are still written)
@@ -241,23 +242,24 @@ class MetricsScraper:
         if rate is None:
             return None
         meta: dict = {"name": self.node_name}
-        node = self._node_ref()
+        node, labels = self._node_ref()
+        if labels:
+            meta["labels"] = labels
         if node is not None:
             meta["ownerReferences"] = [node]
         return {"apiVersion": API_VERSION, "kind": "NodeMetrics", "metadata": meta,
                 "timestamp": format_time(to_datetime(host.timestamp)), "window": go_duration(rate[1]),
                 "usage": {"cpu": cpu_quantity(rate[0]), "memory": memory_quantity(host.memory_used_bytes)}}
 
-    def _node_ref(self) -> dict | None:
-        """An ownerReference to this Node (read once; None while it cannot be read)."""
-        if self._node_owner is None:
-            try:
-                node = self.api.get(self.api.resource("nodes"), self.node_name)
-            except APIError:
-                return None
-            self._node_owner = {"apiVersion": "v1", "kind": "Node", "name": self.node_name,
-                                "uid": _meta(node).get("uid")}
-        return self._node_owner
+    def _node_ref(self) -> tuple[dict | None, dict]:
+        """An ownerReference to this Node and the Node's labels, read each round (metrics-server's NodeMetrics carry
+        them: `kubectl top node -l` selects on them); (the last owner, {}) while the Node cannot be read."""
+        try:
+            node = self.api.get(self.api.resource("nodes"), self.node_name)
+        except APIError:
+            return self._node_owner, {}
+        self._node_owner = {"apiVersion": "v1", "kind": "Node", "name": self.node_name, "uid": _meta(node).get("uid")}
+        return self._node_owner, dict(_meta(node).get("labels") or {})
 
     def _seed(self) -> None:
         """After a (re)start: the PodMetrics of pods bound here, so those of pods gone meanwhile get deleted."""

@@ -22,7 +22,7 @@ from kctl.agent.env import Lookup
 from kctl.agent.images import ImageCopier
 from kctl.agent.probes import ProbeManager
 from kctl.agent.status import Waiting, instances, pod_status
-from kctl.agent.volumes import KIND_VOLUME_WRITER, ClaimVolume, Files
+from kctl.agent.volumes import KIND_VOLUME_WRITER, ClaimVolume, Files, TokenSource
 from kctl.runtime.interface import LABEL_CONTAINER_KIND, LABEL_MANAGED, LABEL_POD_UID, ContainerState, PodSandbox, \
     Runtime, RuntimeError_
 
@@ -49,6 +49,10 @@ class SyncContext:
     #: the Podman network a new sandbox joins (kctl.agent.podnetwork.PodNetwork.pod_network):
     #: a name, "" for Podman's default, None while the pod network is not ready (sandboxes wait)
     pod_network: Callable[[], str | None] = lambda: ""
+    #: tokens for projected serviceAccountToken sources (kctl.agent.serviceaccounttokens); None: none written
+    tokens: TokenSource | None = None
+    #: the `kubernetes` Service's environment every container gets (KUBERNETES_SERVICE_HOST, ...; kctl.agent.env)
+    service_env: Callable[[], dict[str, str]] = dict
 
 
 @dataclass

@@ -12,7 +12,8 @@ through `Runtime.write_files`.
 - hostPath: a bind Mount of the path on the pod's host. Its `type` is not checked (the
   path is on a host kctl may only reach through Podman): a missing path makes the
   container fail to be created, and DirectoryOrCreate/FileOrCreate do not create it.
-- configMap, secret, downwardAPI, projected (of those three): a named runtime volume,
+- configMap, secret, downwardAPI, projected (of those three, and serviceAccountToken: a token
+  bound to the pod from kctl.agent.serviceaccounttokens, refreshed at 80% of its life): a named runtime volume,
   always mounted read-only as in Kubernetes; podsync writes its files through the first
   container created that mounts it, before that container starts. When `content_hash`
   of the files changes it writes them again through a created (not started) container
@@ -47,7 +48,7 @@ import binascii
 import hashlib
 import posixpath
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Protocol
 
 from kctl.machinery.persistentvolumes import HOSTNAME_LABEL, LOCAL_VOLUME_PROVISIONER
 from kctl.agent.containers import pod_labels, sandbox_name
@@ -310,17 +311,24 @@ class VolumeError(Exception):
     """A volume's source is missing or invalid; the message follows the kubelet's."""
 
 
+class TokenSource(Protocol):
+    """Where a projected serviceAccountToken's token comes from (kctl.agent.serviceaccounttokens.TokenManager)."""
+
+    def token(self, pod: dict, *, audience: str = "", expiration_seconds: int = 3600) -> str: ...
+
+
 def files_for_volume(pod: dict, volume: dict, lookup: Lookup, *,
-                     allocatable: Allocatable | None = None) -> Files | None:
+                     allocatable: Allocatable | None = None, tokens: TokenSource | None = None) -> Files | None:
     """The files of a configMap/secret/downwardAPI/projected volume; None if a required source is missing."""
     try:
-        return volume_files(pod, volume, lookup, allocatable=allocatable)
+        return volume_files(pod, volume, lookup, allocatable=allocatable, tokens=tokens)
     except VolumeError:
         return None
 
 
-def volume_files(pod: dict, volume: dict, lookup: Lookup, *, allocatable: Allocatable | None = None) -> Files:
-    """As files_for_volume, but VolumeError saying what is missing."""
+def volume_files(pod: dict, volume: dict, lookup: Lookup, *, allocatable: Allocatable | None = None,
+                 tokens: TokenSource | None = None) -> Files:
+    """As files_for_volume, but VolumeError saying what is missing (tokens: for serviceAccountToken sources)."""
     namespace = (pod.get("metadata") or {}).get("namespace") or "default"
     source = volume_source(volume)
     spec = volume.get(source) or {}
@@ -334,7 +342,7 @@ def volume_files(pod: dict, volume: dict, lookup: Lookup, *, allocatable: Alloca
         return _downward_files(pod, spec, default_mode=_mode(spec.get("defaultMode"), DEFAULT_MODE),
                                allocatable=allocatable)
     if source == "projected":
-        return _projected_files(pod, spec, lookup, namespace, allocatable=allocatable)
+        return _projected_files(pod, spec, lookup, namespace, allocatable=allocatable, tokens=tokens)
     raise VolumeError(f'volume type "{source}" has no files')
 
 
@@ -396,7 +404,7 @@ def _downward_files(pod: dict, spec: dict, *, default_mode: int, allocatable: Al
 
 
 def _projected_files(pod: dict, spec: dict, lookup: Lookup, namespace: str, *,
-                     allocatable: Allocatable | None) -> Files:
+                     allocatable: Allocatable | None, tokens: TokenSource | None = None) -> Files:
     default_mode = _mode(spec.get("defaultMode"), DEFAULT_MODE)
     files: Files = {}
     for source in spec.get("sources") or ():
@@ -411,7 +419,13 @@ def _projected_files(pod: dict, spec: dict, lookup: Lookup, namespace: str, *,
         elif isinstance(source.get("downwardAPI"), dict):
             files.update(_downward_files(pod, source["downwardAPI"], default_mode=default_mode,
                                          allocatable=allocatable))
-        # serviceAccountToken and clusterTrustBundle sources: kctl has no tokens to give; skipped.
+        elif isinstance(source.get("serviceAccountToken"), dict) and tokens is not None:
+            part = source["serviceAccountToken"]
+            seconds = part.get("expirationSeconds")
+            token = tokens.token(pod, audience=str(part.get("audience") or ""),
+                                 expiration_seconds=seconds if isinstance(seconds, int) and seconds > 0 else 3600)
+            files[_checked(str(part.get("path") or "token"))] = (token.encode(), default_mode)
+        # clusterTrustBundle sources (and serviceAccountToken where no token source is given): skipped.
     return files
 
 
@@ -434,7 +448,8 @@ def content_hash(files: Mapping[str, tuple[bytes, int]]) -> str:
 
 __all__ = ["CLAIM_SOURCE", "ClaimError", "ClaimVolume", "LABEL_PV", "LOCAL_VOLUME_DRIVER", "claim_volumes",
            "resolve_claim",
-           "DEFAULT_MODE", "FILE_SOURCES", "Files", "KIND_VOLUME_WRITER", "SECRET_DEFAULT_MODE", "VolumeError",
+           "DEFAULT_MODE", "FILE_SOURCES", "Files", "KIND_VOLUME_WRITER", "SECRET_DEFAULT_MODE", "TokenSource",
+           "VolumeError",
            "WRITER_MOUNT", "content_hash", "file_mounts", "files_for_volume", "is_file_volume", "mounts_for",
            "named_volumes", "runtime_volume_name", "subpath_files", "unsupported_volumes", "volume_files",
            "volume_labels", "volume_source", "writer_spec"]

@@ -64,7 +64,8 @@ def ensure_volumes(s: PodSyncState) -> None:
         if volume_source(volume) not in ("configMap", "secret", "downwardAPI", "projected"):
             continue
         try:
-            s.files[volume["name"]] = volume_files(s.pod, volume, s.ctx.lookup, allocatable=s.allocatable)
+            s.files[volume["name"]] = volume_files(s.pod, volume, s.ctx.lookup, allocatable=s.allocatable,
+                                                   tokens=s.ctx.tokens)
         except VolumeError as error:
             _mount_failed(s, volume["name"], str(error))
             return

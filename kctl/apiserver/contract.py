@@ -1,9 +1,10 @@
 """The API as a contract: everything a client of the API may do, and nothing more.
 
 Clients (the CLI, controllers, the scheduler, node agents, git sync, the fake kubelet,
-event recording) hold an `API` and call only these methods. Two classes implement it:
-kctl.apiserver.server.APIServer (in process, over a local store) and
-kctl.apiserver.remote.RemoteAPIServer (a control host's API over SSH, `--server ssh://...`).
+event recording) hold an `API` and call only these methods. Three classes implement it:
+kctl.apiserver.server.APIServer (in process, over a local store),
+kctl.apiserver.remote.RemoteAPIServer (a control host's API over SSH, `--server ssh://...`) and
+kctl.apiserver.rest.client.RESTAPIClient (a Kubernetes REST API over HTTPS, `--kubeconfig`).
 A client never reaches the store behind an API or a private method of it;
 tests/unit/test_layering.py checks that no module outside kctl/store and kctl/apiserver does, and
 tests/unit/apiserver/test_contract.py that both classes have every method below with a
@@ -17,7 +18,8 @@ What a client may do:
 - follow changes: `watch(rt or None, since=revision)`, (type, object) per change; an
   object's metadata.resourceVersion is the revision of its change;
 - write, with Kubernetes' semantics (admission, optimistic concurrency, the audit log):
-  `create`, `update`, `update_status`, `patch`, `apply`, `delete`, `bind`, `evict`, and batched,
+  `create`, `update`, `update_status`, `patch`, `apply`, `apply_server_side`, `delete`, `bind`, `evict`,
+  `create_token` (a ServiceAccount's bound token, kctl.apiserver.tokens), and batched,
   one transaction each: `write_all`, `update_status_all`, `bind_all`;
 - administer the store where it is local: `backup`, `restore`, `vacuum`, `rotate_key`
   (the remote form refuses them with one BadRequest line), `where` (the store's location
@@ -140,6 +142,10 @@ class API(Protocol):
     def apply(self, obj: dict, *, namespace: str | None = None, dry_run: bool = False) -> WriteResult:
         """kubectl apply of one object."""
 
+    def apply_server_side(self, rt: ResourceType, name: str, obj: dict, *, namespace: str | None = None,
+                          field_manager: str, force: bool = False, dry_run: bool = False) -> dict:
+        """Server-side apply by field_manager: create, or merge as structured-merge-diff; ApplyConflict (409)."""
+
     def delete(self, rt: ResourceType, name: str, *, namespace: str | None = None,
                propagation: str | None = None, grace_period: int | None = None,
                resource_version: str | None = None, dry_run: bool = False) -> dict:
@@ -158,6 +164,9 @@ class API(Protocol):
     def evict(self, namespace: str | None, name: str, *, grace_period: int | None = None,
               dry_run: bool = False) -> dict:
         """pods/eviction: delete the pod unless its PodDisruptionBudget forbids it (TooManyRequests); a Status."""
+
+    def create_token(self, namespace: str | None, name: str, token_request: dict) -> dict:
+        """serviceaccounts/token: a bound, expiring token for a ServiceAccount (a TokenRequest with its status)."""
 
     # -- the store, where it is local -------------------------------------------------------
 

@@ -477,6 +477,11 @@ class RemoteAPIServer:
     def apply(self, obj: dict, *, namespace: str | None = None, dry_run: bool = False) -> WriteResult:
         return wire.decode_write_result(self._call("apply", obj=obj, namespace=namespace, dry_run=dry_run))
 
+    def apply_server_side(self, rt: ResourceType, name: str, obj: dict, *, namespace: str | None = None,
+                          field_manager: str, force: bool = False, dry_run: bool = False) -> dict:
+        return self._call("apply_server_side", rt=wire.rt_name(rt), name=name, obj=obj, namespace=namespace,
+                          field_manager=field_manager, force=force, dry_run=dry_run)
+
     def delete(self, rt: ResourceType, name: str, *, namespace: str | None = None,
                propagation: str | None = None, grace_period: int | None = None,
                resource_version: str | None = None, dry_run: bool = False) -> dict:
@@ -495,6 +500,9 @@ class RemoteAPIServer:
     def evict(self, namespace: str | None, name: str, *, grace_period: int | None = None,
               dry_run: bool = False) -> dict:
         return self._call("evict", namespace=namespace, name=name, grace_period=grace_period, dry_run=dry_run)
+
+    def create_token(self, namespace: str | None, name: str, token_request: dict) -> dict:
+        return self._call("create_token", namespace=namespace, name=name, token_request=token_request)
 
     def bind_all(self, bindings: list[Binding]) -> list[WriteResult]:
         results = self._call("bind_all", bindings=[wire.encode_binding(b) for b in bindings])

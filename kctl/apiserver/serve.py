@@ -108,6 +108,10 @@ class _Methods:
     def apply(self, obj, *, namespace=None, dry_run=False):
         return self.api.apply(obj, namespace=namespace, dry_run=dry_run)
 
+    def apply_server_side(self, rt, name, obj, *, namespace=None, field_manager, force=False, dry_run=False):
+        return self.api.apply_server_side(rt, name, obj, namespace=namespace, field_manager=field_manager,
+                                          force=force, dry_run=dry_run)
+
     def delete(self, rt, name, *, namespace=None, propagation=None, grace_period=None, resource_version=None,
                dry_run=False):
         return self.api.delete(rt, name, namespace=namespace, propagation=propagation, grace_period=grace_period,
@@ -124,6 +128,9 @@ class _Methods:
 
     def evict(self, namespace, name, *, grace_period=None, dry_run=False):
         return self.api.evict(namespace, name, grace_period=grace_period, dry_run=dry_run)
+
+    def create_token(self, namespace, name, token_request):
+        return self.api.create_token(namespace, name, token_request)
 
     def store_get_by_uid(self, uid):  # (the wire names of get_by_uid and revision)
         return self.api.get_by_uid(uid)

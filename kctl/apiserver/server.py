@@ -39,8 +39,9 @@ from typing import Callable, Iterator
 
 from kctl.machinery.errors import (AlreadyExists, APIError, BadRequest, Conflict, FieldError, Forbidden,
                              Invalid, NotFound)
-from kctl.apiserver import audit
-from kctl.machinery import limits, typeinfo
+from kctl.apiserver import audit, fieldmanager
+from kctl.machinery.managedfields import ApplyConflict
+from kctl.machinery import conversion, limits, typeinfo
 from kctl.machinery.resources import KCTL_GROUP, Registry, ResourceType, builtin_registry
 from kctl.apiserver.contract import Binding, WriteResult
 from kctl.store.sqlite import Store, Transaction
@@ -299,6 +300,56 @@ class APIServer:
         """kubectl apply of one object: create, or three-way merge with last-applied."""
         return self.write_all([("apply", obj)], namespace=namespace, dry_run=dry_run)[0]
 
+    def apply_server_side(self, rt: ResourceType, name: str, obj: dict, *, namespace: str | None = None,
+                          field_manager: str, force: bool = False, dry_run: bool = False) -> dict:
+        """Server-side apply of the configuration `obj` by `field_manager` (kctl.apiserver.fieldmanager.apply).
+
+        Creates the object when it is absent; ApplyConflict (409, never retried) when the
+        result changes fields other managers own, unless `force`. A resourceVersion in obj
+        is a precondition; without one a write that meets a newer object is merged again.
+        """
+        target = _Target(rt, self._safe_namespace(rt, namespace), name)
+        pinned = _pinned_rv(obj)
+        return self._write_one("patch", target,
+                               lambda: self._prepare_server_side_apply(rt, name, obj, namespace, field_manager,
+                                                                       force, dry_run),
+                               retry=not pinned, dry_run=dry_run)
+
+    def _prepare_server_side_apply(self, rt: ResourceType, name: str, obj: dict, namespace: str | None,
+                                   field_manager: str, force: bool, dry_run: bool) -> Prepared:
+        if not isinstance(obj, dict):
+            raise BadRequest("an apply configuration must be an object")
+        limits.check_request(obj)
+        if not obj.get("apiVersion") or not obj.get("kind"):
+            raise BadRequest("apiVersion and kind must be set in an apply configuration")
+        if self.resource_for(obj).group_kind != rt.group_kind:
+            raise BadRequest(f'the kind of the object ({obj.get("kind")}) does not match the kind of the '
+                             f'request ({rt.kind})')
+        meta = obj.get("metadata")
+        if meta is not None and not isinstance(meta, dict):
+            raise BadRequest("metadata must be an object")
+        meta = meta or {}
+        if meta.get("name") not in (None, "", name):
+            raise BadRequest(f'the name of the object ({meta.get("name")}) does not match the name on the URL '
+                             f'({name})')
+        ns = self.namespace_of(rt, namespace, meta)
+        config = copy.deepcopy(conversion.to_storage(obj, rt))
+        config_meta = config.setdefault("metadata", {})
+        config_meta["name"] = name
+        if rt.namespaced:
+            config_meta["namespace"] = ns
+        pinned = config_meta.pop("resourceVersion", None)
+        current = self.store.get(rt.group_kind, ns, name)
+        if pinned not in (None, "") and (current is None or str(pinned) != current["metadata"]["resourceVersion"]):
+            raise _conflict(rt, name)
+        new = fieldmanager.apply(rt, current, config, manager=field_manager, force=force)
+        managed = new["metadata"].get("managedFields") or []
+        if current is None:
+            return self._prepare_create(new, ns if rt.namespaced else None, dry_run=dry_run, managed_fields=managed)
+        new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        return self._prepare_update(new, ns if rt.namespaced else None, dry_run=dry_run, checked=True,
+                                    managed_fields=managed)
+
     def delete(self, rt: ResourceType, name: str, *, namespace: str | None = None,
                propagation: str | None = None, grace_period: int | None = None,
                resource_version: str | None = None, dry_run: bool = False) -> dict:
@@ -323,9 +374,9 @@ class APIServer:
                     prepared = prepare()
                     obj = self._one(prepared, dry_run)
                     break
-                except Conflict:
+                except Conflict as exc:
                     attempt += 1
-                    if not retry or attempt >= MAX_WRITE_ATTEMPTS:
+                    if not retry or attempt >= MAX_WRITE_ATTEMPTS or isinstance(exc, ApplyConflict):
                         raise
                 _backoff(attempt)
         except APIError as exc:
@@ -509,6 +560,12 @@ class APIServer:
 
         return eviction.evict(self, namespace, name, grace_period=grace_period, dry_run=dry_run)
 
+    def create_token(self, namespace: str | None, name: str, token_request: dict) -> dict:
+        """serviceaccounts/token: a signed, bound ServiceAccount token (kctl.apiserver.tokens)."""
+        from kctl.apiserver import tokens
+
+        return tokens.create_token(self, namespace, name, token_request)
+
     # -- writes: prepare ---------------------------------------------------------------
 
     def _prepare(self, op: str, obj: dict, namespace: str | None, dry_run: bool,
@@ -529,10 +586,11 @@ class APIServer:
         raise BadRequest(f"unknown write {op!r}")
 
     def _prepare_create(self, obj: dict, namespace: str | None, *, dry_run: bool,
-                        pending_namespaces: dict | None = None) -> Prepared:
+                        pending_namespaces: dict | None = None, managed_fields: list | None = None) -> Prepared:
+        """managed_fields: the new object's metadata.managedFields (server-side apply), else recorded here."""
         rt = self.resource_for(obj)
         limits.check_request(obj)
-        obj = copy.deepcopy(obj)
+        obj = copy.deepcopy(conversion.to_storage(obj, rt))  # (an autoscaling/v1 HPA is stored as v2)
         meta = obj.get("metadata")
         if meta is None:
             meta = obj["metadata"] = {}
@@ -548,6 +606,7 @@ class APIServer:
         name = meta["name"]
         if not isinstance(name, str):
             raise Invalid(rt.group_kind, FieldError("metadata.name", "must be a string"))
+        sent = meta.get("managedFields")
         for key in SYSTEM_META:
             meta.pop(key, None)
         if rt.namespaced:
@@ -564,17 +623,27 @@ class APIServer:
         owned = _system_meta(obj)
         obj, hooks = self._admit("CREATE", rt, ns, name, obj, None, dry_run, pending_namespaces)
         _restore_system_meta(obj, owned)
+        if managed_fields is not None:
+            _set_managed_fields(obj, managed_fields)
+        else:
+            _set_managed_fields(obj, sent if fieldmanager.decode(sent) is not None else None)
+            fieldmanager.record(rt, None, obj)
         self._check_crd(rt, obj)
         limits.check_object(rt.group_kind, obj)
         return Prepared("create", rt, ns, name, obj, result="created", hooks=hooks)
 
     def _prepare_update(self, obj: dict, namespace: str | None, *, subresource: str | None = None,
-                        dry_run: bool, checked: bool = False) -> Prepared:
-        """checked: obj is not what the client sent (a patched object): no request-size check."""
+                        dry_run: bool, checked: bool = False, managed_fields: list | None = None) -> Prepared:
+        """checked: obj is not what the client sent (a patched object): no request-size check.
+
+        managed_fields: the new object's metadata.managedFields (server-side apply); else the
+        update is recorded in them (fieldmanager.record), starting from those the client sent
+        with a resourceVersion (a patch always has one), else from the stored ones.
+        """
         rt = self.resource_for(obj)
         if not checked:
             limits.check_request(obj)
-        obj = copy.deepcopy(obj)
+        obj = copy.deepcopy(conversion.to_storage(obj, rt))
         meta = obj.get("metadata")
         if not isinstance(meta, dict) or not meta.get("name"):
             raise Invalid(rt.group_kind, FieldError("metadata.name", "Required value"))
@@ -586,7 +655,13 @@ class APIServer:
         rv = meta.get("resourceVersion")
         if rv not in (None, "") and str(rv) != current["metadata"]["resourceVersion"]:
             raise _conflict(rt, name)
+        sent = meta.get("managedFields") if subresource is None and rv not in (None, "") else None
         new = self._merge_update(rt, current, obj, subresource)
+        if managed_fields is not None:
+            _set_managed_fields(new, managed_fields)
+        elif isinstance(sent, list) and sent and sent != current["metadata"].get("managedFields") \
+                and fieldmanager.decode(sent) is not None:  # a client's own, when valid; else the stored ones
+            _set_managed_fields(new, sent)
         _normalize(rt, new)
         if new == current:
             return Prepared("unchanged", rt, ns, name, current, expect_rv=current["metadata"]["resourceVersion"],
@@ -603,6 +678,8 @@ class APIServer:
             new, hooks = self._admit("UPDATE", rt, ns, name, new, current, dry_run, None)
             _restore_system_meta(new, owned)
             self._check_crd(rt, new)
+        if managed_fields is None:
+            fieldmanager.record(rt, current, new, subresource=subresource)
         if "generation" in current["metadata"] and _spec_of(new) != _spec_of(current):
             new["metadata"]["generation"] = current["metadata"]["generation"] + 1
         limits.check_object(rt.group_kind, new)
@@ -614,6 +691,7 @@ class APIServer:
         from kctl.machinery.apply import applied_object, unchanged_by_apply
 
         rt = self.resource_for(obj)
+        obj = conversion.to_storage(obj, rt)
         meta = obj.get("metadata")
         if not isinstance(meta, dict) or not meta.get("name"):
             raise Invalid(rt.group_kind, FieldError("metadata.name", "Required value: apply needs a name"))
@@ -1015,6 +1093,15 @@ def _restore_system_meta(obj: dict, owned: dict) -> None:
             meta[key] = copy.deepcopy(owned[key])
         else:
             meta.pop(key, None)
+
+
+def _set_managed_fields(obj: dict, managed: object) -> None:
+    """Put a managedFields value (a copy) on obj's metadata; nothing (or an empty list) removes it."""
+    meta = obj.setdefault("metadata", {})
+    if isinstance(managed, list) and managed:
+        meta["managedFields"] = copy.deepcopy(managed)
+    else:
+        meta.pop("managedFields", None)
 
 
 def _matched_hooks(mutating: list[dict], validating: list[dict], request: object, ns_labels: dict | None,

@@ -98,6 +98,9 @@ def _print_objects(objs: list[dict], output: str) -> None:
     from kctl.output.keyorder import sorted_keys
     from kctl.manifests.writer import dump_json, dump_yaml
 
+    from kctl.output.printers import without_managed_fields
+
+    objs = [without_managed_fields(o) for o in objs]  # as kubectl prints objects
     body = objs[0] if len(objs) == 1 else {"apiVersion": "v1", "items": objs, "kind": "List",
                                             "metadata": {"resourceVersion": ""}}
     body = sorted_keys(body)
@@ -136,10 +139,23 @@ def apply(
         "--watch", help="Then apply again (atomically) whenever the files change; Ctrl-C stops.")] = False,
     debounce: Annotated[str, typer.Option(
         help="With --watch: group file changes for up to this long (300ms, 1s).")] = "300ms",
+    server_side: Annotated[bool, typer.Option(
+        "--server-side", help="Apply on the server (managedFields, conflicts), as kubectl's --server-side.")] = False,
+    force_conflicts: Annotated[bool, typer.Option(
+        "--force-conflicts", help="With --server-side: take the fields other managers own.")] = False,
+    field_manager: Annotated[Optional[str], typer.Option(
+        "--field-manager", help="With --server-side: the field manager's name (default kctl).")] = None,
 ) -> None:
     """Create or update objects from manifests (kubectl's three-way merge)."""
     mode = _dry_run_mode(dry_run)
     fmt = _output_format(output)
+    if server_side:
+        raise typer.Exit(_server_side(filename, recursive, namespace, mode, fmt, force_conflicts, field_manager,
+                                      unsupported=[flag for flag, on in (("--prune", prune), ("--watch", watch),
+                                                                         ("--atomic", atomic), ("-l", selector))
+                                                   if on]))
+    if force_conflicts:
+        raise typer.BadParameter("--force-conflicts only works with --server-side", param_hint="'--force-conflicts'")
     if applyset is not None and not prune:
         raise typer.BadParameter("--applyset requires --prune", param_hint="'--applyset'")
     if prune and not selector and not all_ and applyset is None:
@@ -164,6 +180,22 @@ def apply(
                            parent=parent, output=fmt)
     if code:
         raise typer.Exit(code)
+
+
+def _server_side(filename: list[str], recursive: bool, namespace: str | None, mode: str, fmt: str | None,
+                 force: bool, field_manager: str | None, *, unsupported: list[str]) -> int:
+    """kubectl apply --server-side (kctl.cli.serverside); the exit status."""
+    from kctl.cli.serverside import DEFAULT_FIELD_MANAGER, apply_server_side
+
+    if unsupported:
+        raise typer.BadParameter(f"cannot be combined with {unsupported[0]}", param_hint="'--server-side'")
+    if mode == "client":
+        raise typer.BadParameter("--dry-run=client doesn't work with --server-side (did you mean "
+                                 "--dry-run=server instead?)", param_hint="'--dry-run'")
+    docs = read_documents(filename, recursive)
+    results = apply_server_side(connect.api(), docs, namespace=namespace, dry_run=mode == "server", force=force,
+                                field_manager=field_manager or DEFAULT_FIELD_MANAGER)
+    return report(docs, results, suffix=" (server dry run)" if mode == "server" else "", output=fmt)
 
 
 def _label_selector(selector: str | None):

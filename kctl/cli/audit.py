@@ -102,6 +102,9 @@ def audit(
     if output not in (None, "json", "table"):
         raise _fail(f'unable to match a printer suitable for the output format "{output}", allowed formats '
                     'are: json,table')
+    if connect.current().https:
+        raise _fail("the audit log is kept beside the store on the control host; the Kubernetes API does not serve "
+                    "it: run `kctl audit` there (or with --server ssh://...)")
     if connect.current().server_url:
         _on_server(since, user, verb, kind, namespace, output)
     from kctl.apiserver import audit as audit_log

@@ -29,7 +29,9 @@ def _fail(message: str, *, code: int = 1) -> typer.Exit:
 def _print(obj: dict, output: str, *, ordered: bool = False) -> None:
     from kctl.manifests.writer import dump_json, dump_yaml
     from kctl.output.keyorder import sorted_keys
+    from kctl.output.printers import without_managed_fields
 
+    obj = without_managed_fields(obj)  # as kubectl prints objects
     if output == "json":
         sys.stdout.write(dump_json(obj if ordered else sorted_keys(obj)))
     else:

@@ -94,8 +94,8 @@ def respond(root: click.Command, instruction: str, *, complete_var: str) -> int:
 def _api(ctx: click.Context):
     """The API over the store named on the line (or $KCTL_STORE, or the default); None if none exists yet."""
     params = ctx.find_root().params
-    if params.get("server"):
-        return None
+    if params.get("server") or params.get("kubeconfig") or params.get("context"):
+        return None  # a remote API: no names from a local store that is not the one in use
     from kctl.store.sqlite import default_path
 
     path = params.get("store") or default_path()

@@ -1,9 +1,14 @@
 """How a CLI command reaches the API: the store it opens, and the names it prints.
 
 The root callback (kctl.cli.main.root) puts a frozen `CLIContext` (--store, --server,
---identity) on Click's `ctx.obj`; every command module reads it through `current()` and
-calls `api()` to get the API for it: the APIServer over the chosen store (or $KCTL_STORE,
-or the default under the user's data dir), or the control host's over SSH with --server.
+--identity, --kubeconfig, --context and the TLS flags) on Click's `ctx.obj`; every command module
+reads it through `current()` and calls `api()` to get the API for it: the APIServer over the
+chosen store (or $KCTL_STORE, or the default under the user's data dir), the control host's over
+SSH with --server ssh://..., or a Kubernetes REST API over HTTPS (kctl.apiserver.rest) with
+--server https://..., --kubeconfig, --context or $KCTL_KUBECONFIG. $KUBECONFIG alone never
+selects HTTPS: the local store stays the default, so a user whose $KUBECONFIG names a real
+cluster does not see kctl talk to it unasked; once HTTPS is selected (--context without
+--kubeconfig), $KUBECONFIG and ~/.kube/config are read as kubectl reads them.
 The API is made once per command and kept in the Click context's `meta`, so this module
 holds no state of its own. The default store is created on first use; an explicitly named
 one must exist unless the command writes (`open_store`).
@@ -33,6 +38,28 @@ class CLIContext:
     server_url: str | None = None
     #: --identity / $KCTL_SSH_IDENTITY: the SSH private key for --server
     identity: str | None = None
+    #: --kubeconfig / $KCTL_KUBECONFIG: kubectl's kubeconfig file(s) for a REST API over HTTPS
+    kubeconfig: str | None = None
+    #: --context: the kubeconfig context (from --kubeconfig, else $KUBECONFIG or ~/.kube/config)
+    context: str | None = None
+    #: --certificate-authority, --client-certificate, --client-key, --token, --insecure-skip-tls-verify
+    certificate_authority: str | None = None
+    client_certificate: str | None = None
+    client_key: str | None = None
+    token: str | None = None
+    insecure_skip_tls_verify: bool = False
+
+    @property
+    def https(self) -> bool:
+        """Whether commands reach a Kubernetes REST API over HTTPS (kctl.apiserver.rest), not a store or SSH."""
+        if self.server_url:
+            return self.server_url.split("://", 1)[0].lower() in ("https", "http")
+        return bool(self.kubeconfig or self.context)
+
+    @property
+    def remote(self) -> bool:
+        """Whether the store is elsewhere (over SSH or HTTPS): local-only commands refuse to run."""
+        return bool(self.server_url) or self.https
 
 
 #: the key of the command's API in Click's ctx.meta (shared by every context of one command line)
@@ -79,13 +106,35 @@ def api() -> API:
 
 def _connect(context: CLIContext, *, creating: bool | None = None) -> API:
     """A new API client for `context` (`creating`: as `open_store`)."""
+    if context.https:
+        from kctl.apiserver.rest.client import RESTAPIClient
+
+        return RESTAPIClient(rest_connection(context), warn=warn)
     if context.server_url:
+        if context.kubeconfig or context.context:
+            from kctl.machinery.errors import ClientSideError
+
+            raise ClientSideError("--server ssh://... cannot be used with --kubeconfig or --context "
+                                  "(they select a Kubernetes API over HTTPS)")
         from kctl.apiserver.remote import RemoteAPIServer
 
         return RemoteAPIServer(context.server_url, identity=context.identity, warn=warn)
     from kctl.apiserver.server import APIServer
 
     return APIServer(open_store(context.store_path, creating=creating), warn=warn)
+
+
+def rest_connection(context: CLIContext):
+    """The kctl.apiserver.rest.kubeconfig.Connection the line selects (KubeconfigError: one line)."""
+    from kctl.apiserver.rest import kubeconfig
+
+    overrides = kubeconfig.Overrides(
+        context=context.context, server=context.server_url, certificate_authority=context.certificate_authority,
+        client_certificate=context.client_certificate, client_key=context.client_key, token=context.token,
+        insecure_skip_tls_verify=context.insecure_skip_tls_verify)
+    if context.kubeconfig or context.context:
+        return kubeconfig.load(context.kubeconfig, overrides)
+    return kubeconfig.resolve(kubeconfig.Merged(), overrides)
 
 
 def connect(context: CLIContext, *, creating: bool = False) -> API:
@@ -162,7 +211,12 @@ def ref(rt: ResourceType, name: str) -> str:
 
 
 def namespace_arg(namespace: str | None) -> str:
-    return namespace or "default"
+    """The namespace of a command: -n, else the kubeconfig context's over HTTPS (as kubectl), else "default"."""
+    if namespace:
+        return namespace
+    if current().https:
+        return getattr(api(), "default_namespace", None) or "default"
+    return "default"
 
 
 def targets(args: list[str]) -> list[tuple[ResourceType, list[str]]]:

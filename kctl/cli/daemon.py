@@ -176,9 +176,18 @@ def daemon(
         help="Run node agents (--no-agents: controllers and scheduler only, as when nodes run in node mode).")] = True,
     server: Annotated[Optional[str], typer.Option(
         "--server", help="Node mode: run only --node's agent, on this host's Podman, for the control plane at "
-                         "ssh://user@host[:port]/path/kctl.db (as the global --server).")] = None,
+                         "ssh://user@host[:port]/path/kctl.db or https://host:port (with --kubeconfig's "
+                         "credentials; as the global --server).")] = None,
     identity: Annotated[Optional[str], typer.Option(
         "--identity", help="SSH private key for --server (as the global --identity).")] = None,
+    listen: Annotated[Optional[str], typer.Option(
+        "--listen", metavar="ADDR:PORT",
+        help="Serve the Kubernetes REST API over HTTPS here, for kubectl and client libraries (e.g. "
+             "127.0.0.1:6443; ':6443' for every address; docs/api.md). Off unless given.")] = None,
+    tls_san: Annotated[Optional[list[str]], typer.Option(
+        "--tls-san", metavar="NAME",
+        help="Extra DNS name or IP address of the HTTPS API's serving certificate (repeatable; this host's "
+             "names and addresses are always in it).")] = None,
     log_level: Annotated[LogLevel, typer.Option("--log-level", help="debug, info, warning or error.")] = LogLevel.info,
 ) -> None:
     """Run the node agents, controllers and scheduler in the foreground until SIGINT/SIGTERM.
@@ -190,7 +199,7 @@ def daemon(
     """
     from kctl.daemon.controllers import UnknownController, enabled_controllers
     from kctl.daemon.localpodman import NoLocalPodman
-    from kctl.daemon.server import run
+    from kctl.daemon.server import APIListenError, run
     from kctl.daemon.settings import DaemonSettings
 
     config = None
@@ -215,18 +224,30 @@ def daemon(
                                          cluster_dns_advertise_address or [])
     except ValueError as exc:
         raise _usage_error(str(exc)) from None
+    listen_at = None
+    if listen is not None:
+        from kctl.kubeapi.serving import parse_listen
+
+        try:
+            listen_at = parse_listen(listen)
+        except ValueError as exc:
+            raise _usage_error(str(exc)) from None
+    if tls_san and listen is None:
+        raise _usage_error("--tls-san needs --listen (it names the HTTPS API's certificate)")
     if image_source and not image_source.startswith(("unix://", "ssh://")):
         raise _usage_error(f"--image-source {image_source!r} is not a unix:// or ssh:// URL")
     from dataclasses import replace
 
     given = connect.current()
-    if store and (server or given.server_url):
+    if store and (server or given.remote):
         raise _usage_error("--store and --server cannot be used together (the store is the control host's)")
     if server or identity:
         connect.use(replace(given, server_url=server or given.server_url, identity=identity or given.identity))
     elif store:
         connect.use(replace(given, store_path=store))
-    node_mode = bool(connect.current().server_url)  # node mode: only this host's agent, no controllers
+    node_mode = connect.current().remote  # node mode (ssh:// or an HTTPS API): only this host's agent
+    if node_mode and listen_at is not None:
+        raise _usage_error("--listen serves the store on this host: run it on the control host, not in node mode")
     settings = DaemonSettings(
         node=node, podman_url=podman_url, image_source=image_source, workers=workers, resync=resync,
         heartbeat=heartbeat, backoff_initial=backoff_initial, backoff_max=backoff_max, scheduler_config=config,
@@ -243,7 +264,8 @@ def daemon(
         node_cidr_mask_size=node_cidr_mask_size, service_cluster_ip_range=service_cluster_ip_range,
         service_node_port_range=service_node_port_range, cluster_dns=cluster_dns,
         cluster_domain=cluster_domain.rstrip(".").lower(), cluster_dns_port=cluster_dns_port,
-        cluster_dns_advertise_addresses=tuple(cluster_dns_advertise_address or ()))
+        cluster_dns_advertise_addresses=tuple(cluster_dns_advertise_address or ()),
+        listen=listen_at, tls_sans=tuple(tls_san or ()))
     configure_logging(log_level.value)
     api = connect.api()
     if not node_mode:  # as kube-apiserver at start: the Service ranges into the store, the node-port bitmap repaired
@@ -255,6 +277,9 @@ def daemon(
         run(settings, api=api)
     except NoLocalPodman as exc:
         print(f"error: no local Podman service: {exc}", file=sys.stderr)
+        raise typer.Exit(1) from None
+    except APIListenError as exc:
+        print(f"error: --listen {listen}: {exc}", file=sys.stderr)
         raise typer.Exit(1) from None
     finally:
         if node_mode:

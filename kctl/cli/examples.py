@@ -135,6 +135,41 @@ kctl restore /backups/kctl-2026-12-04.db
 # Compact the change log and return space to the disk
 kctl vacuum
 """,
+    "config": """
+# Print the admin's kubeconfig and use it with kubectl
+kctl config kubeconfig > kctl.yaml
+""",
+    "config kubeconfig": """
+# A kubeconfig for the admin (system:masters), for kubectl on this host
+kctl config kubeconfig > ~/.kube/config
+
+# A kubeconfig for user alice in group dev, valid 30 days, for another host
+kctl config kubeconfig --user alice --group dev --days 30 --server https://control.example:6443
+""",
+    "auth": """
+# May I list pods in namespace prod?
+kctl auth can-i list pods -n prod
+
+# Who does kctl act as?
+kctl auth whoami
+""",
+    "auth can-i": """
+# May alice delete deployments in namespace team-a?
+kctl auth can-i delete deployments.apps -n team-a --as alice
+
+# What may the ServiceAccount ci/builder do in namespace ci?
+kctl auth can-i --list -n ci --as system:serviceaccount:ci:builder
+
+# Only the exit status answers (0 yes, 1 no)
+kctl auth can-i get pods/log --as bob --as-group devs -q
+""",
+    "auth whoami": """
+# The user and groups RBAC sees
+kctl auth whoami
+
+# As JSON (a SelfSubjectReview)
+kctl auth whoami -o json
+""",
     "audit": """
 # Who wrote what in the last ten minutes
 kctl audit --since 10m

@@ -40,7 +40,9 @@ def _print(obj: dict, output: str) -> None:
     from kctl.manifests.writer import dump_json, dump_yaml
     from kctl.output.keyorder import sorted_keys
 
-    body = sorted_keys(obj)
+    from kctl.output.printers import without_managed_fields
+
+    body = sorted_keys(without_managed_fields(obj))
     sys.stdout.write(dump_json(body) if output == "json" else dump_yaml(body))
 
 

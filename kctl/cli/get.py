@@ -135,6 +135,8 @@ def get(
     label_columns: Annotated[list[str], typer.Option("--label-columns", "-L", help="Add a column per label key.")] = [],
     no_headers: Annotated[bool, typer.Option(help="Omit table headers.")] = False,
     ignore_not_found: Annotated[bool, typer.Option(help="A named object that does not exist is not an error.")] = False,
+    show_managed_fields: Annotated[bool, typer.Option(
+        help="Keep metadata.managedFields in yaml/json/jsonpath/go-template output.")] = False,
 ) -> None:
     """Display one or many objects."""
     from kctl.machinery.errors import ClientSideError
@@ -171,13 +173,13 @@ def get(
         _watch(rt, names, objs, rev, fmt, since=since, print_list=not watch_only and since is None,
                events=output_watch_events, namespace=namespace, all_namespaces=all_namespaces, selector=selector,
                field_selector=field_selector, show_labels=show_labels, label_columns=label_columns,
-               no_headers=no_headers)
+               no_headers=no_headers, show_managed_fields=show_managed_fields)
         return
     if several and not any(objs for _, _, objs, _ in listed):
         print(f"No resources found in {connect.namespace_arg(namespace)} namespace.", file=sys.stderr)
     elif several and fmt.kind in ("yaml", "json", "jsonpath", "go-template"):
         print_objects([o for _, _, objs, _ in listed for o in objs], None, fmt, sys.stdout, err=sys.stderr,
-                      force_list=True)
+                      force_list=True, show_managed_fields=show_managed_fields)
     else:
         printed = False
         for rt, names, objs, rev in listed:
@@ -191,7 +193,8 @@ def get(
                           label_columns=label_columns, namespace=connect.namespace_arg(namespace),
                           force_list=(not names or len(names) > 1)  # kubectl: a List unless one name
                           and fmt.kind in ("yaml", "json", "jsonpath", "go-template"),
-                          columns=_crd_columns(rt) if fmt.kind in ("table", "wide") else None)
+                          columns=_crd_columns(rt) if fmt.kind in ("table", "wide") else None,
+                          show_managed_fields=show_managed_fields)
     if missing:  # some named objects were shown: the others' errors, and kubectl's exit status 1
         sys.stdout.flush()
         for exc in missing:
@@ -235,7 +238,8 @@ def _changes_between(shown: dict, objs: list[dict]) -> list[tuple[str, dict]]:
 
 def _watch(rt: "ResourceType", names: list[str], objs: list[dict], rev: int, fmt: "OutputFormat", *, since: int | None,
            print_list: bool, events: bool, namespace: Optional[str], all_namespaces: bool, selector: Optional[str],
-           field_selector: Optional[str], show_labels: bool, label_columns: list[str], no_headers: bool) -> None:
+           field_selector: Optional[str], show_labels: bool, label_columns: list[str], no_headers: bool,
+           show_managed_fields: bool = False) -> None:
     """Print the list (unless --watch-only), then every change, never with a silent gap.
 
     When the change log was compacted past the watch (or the store restored), the watch
@@ -256,7 +260,8 @@ def _watch(rt: "ResourceType", names: list[str], objs: list[dict], rev: int, fmt
     ns = None if all_namespaces else connect.namespace_arg(namespace)
     printer = WatchPrinter(rt, fmt, sys.stdout, events=events, all_namespaces=all_namespaces, no_headers=no_headers,
                            show_labels=show_labels, label_columns=label_columns,
-                           columns=_crd_columns(rt) if fmt.kind in ("table", "wide") else None)
+                           columns=_crd_columns(rt) if fmt.kind in ("table", "wide") else None,
+                           show_managed_fields=show_managed_fields)
 
     def wanted(obj: dict) -> bool:
         return not names or obj["metadata"]["name"] in names

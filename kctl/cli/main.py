@@ -34,7 +34,8 @@ _ROOT_NAMES = {"app": "app", "COMMANDS": "COMMANDS", "command": "command", "root
 
 #: the root options of a line answered without Click -> (their CLIContext field, their environment variable)
 _ROOT_OPTIONS = {"--store": ("store_path", "KCTL_STORE"), "--server": ("server_url", "KCTL_SERVER"),
-                 "--identity": ("identity", "KCTL_SSH_IDENTITY")}
+                 "--identity": ("identity", "KCTL_SSH_IDENTITY"), "--kubeconfig": ("kubeconfig", "KCTL_KUBECONFIG"),
+                 "--context": ("context", "")}  # "": no environment variable
 
 
 def __getattr__(name: str) -> Any:

@@ -34,8 +34,9 @@ def init() -> None:
 
     from kctl.store.sqlite import Store, default_path
 
-    if connect.current().server_url:
-        print("error: kctl init makes a local store; it cannot be used with --server", file=sys.stderr)
+    if connect.current().remote:
+        print("error: kctl init makes a local store; it cannot be used with --server, --kubeconfig or --context",
+              file=sys.stderr)
         raise typer.Exit(2)
     path = Path(connect.current().store_path).expanduser() if connect.current().store_path else default_path()
     existed = path.exists() and path.stat().st_size > 0

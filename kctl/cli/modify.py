@@ -275,7 +275,9 @@ def _edit_one(server, rt, obj: dict, *, output: str, editor: list[str]) -> int:
     from kctl.output.keyorder import sorted_keys
     from kctl.manifests.writer import dump_json, dump_yaml
 
-    shown = sorted_keys(obj)  # kubectl's order, as `get -o yaml`
+    from kctl.output.printers import without_managed_fields
+
+    shown = sorted_keys(without_managed_fields(obj))  # kubectl's order and fields, as `get -o yaml`
     original = dump_json(shown) if output == "json" else dump_yaml(shown)
     content, errors, last_failed = original, [], None
     fd, path = tempfile.mkstemp(prefix="kctl-edit-", suffix="." + output)

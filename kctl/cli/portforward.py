@@ -71,6 +71,10 @@ def port_forward(
     the pod's IP over its host's network: straight from here to a pod on this machine,
     through `ssh -W` to a pod on a host reached over SSH. Ctrl-C ends it.
     """
+    if connect.current().https:
+        raise _fail("kctl port-forward does not speak the HTTPS API's pods/portforward protocol: use "
+                    "`kubectl port-forward` with the same kubeconfig, or kctl with --server ssh://... or on the "
+                    "control host")
     from kctl.ops import portforward as pf
     from kctl.ops.portrelay import Forwarder
 

@@ -35,13 +35,36 @@ def root(
     store: Annotated[Optional[str], typer.Option(
         "--store", envvar="KCTL_STORE", help="SQLite store file (default: $XDG_DATA_HOME/kctl/kctl.db).")] = None,
     server: Annotated[Optional[str], typer.Option(
-        "--server", envvar="KCTL_SERVER",
-        help="Use the control plane at ssh://user@host[:port]/path/kctl.db instead of a local store.")] = None,
+        "--server", "-s", envvar="KCTL_SERVER",
+        help="Use the control plane at ssh://user@host[:port]/path/kctl.db, or the Kubernetes API at "
+             "https://host:port, instead of a local store.")] = None,
     identity: Annotated[Optional[str], typer.Option(
-        "--identity", envvar="KCTL_SSH_IDENTITY", help="SSH private key for --server.")] = None,
+        "--identity", envvar="KCTL_SSH_IDENTITY", help="SSH private key for --server ssh://....")] = None,
+    kubeconfig: Annotated[Optional[str], typer.Option(
+        "--kubeconfig", envvar="KCTL_KUBECONFIG",
+        help="Use the Kubernetes API over HTTPS of this kubeconfig file's current context (kubectl's format). "
+             "$KUBECONFIG alone does not: the local store stays the default.")] = None,
+    context: Annotated[Optional[str], typer.Option(
+        "--context", help="The kubeconfig context to use (from --kubeconfig, else $KUBECONFIG or "
+                          "~/.kube/config); selects the Kubernetes API over HTTPS.")] = None,
+    certificate_authority: Annotated[Optional[str], typer.Option(
+        "--certificate-authority", help="CA certificate file for the HTTPS API (over the kubeconfig's).")] = None,
+    client_certificate: Annotated[Optional[str], typer.Option(
+        "--client-certificate", help="Client certificate file for the HTTPS API.")] = None,
+    client_key: Annotated[Optional[str], typer.Option(
+        "--client-key", help="Client key file for the HTTPS API.")] = None,
+    token: Annotated[Optional[str], typer.Option(
+        "--token", help="Bearer token for the HTTPS API.")] = None,
+    insecure_skip_tls_verify: Annotated[bool, typer.Option(
+        "--insecure-skip-tls-verify",
+        help="Do not check the HTTPS API's certificate (insecure; only when asked).")] = False,
 ) -> None:
     """kctl: Kubernetes-style Deployments, rolling updates and self-healing on Podman hosts."""
-    ctx.obj = connect.CLIContext(store_path=store or None, server_url=server or None, identity=identity or None)
+    ctx.obj = connect.CLIContext(store_path=store or None, server_url=server or None, identity=identity or None,
+                                 kubeconfig=kubeconfig or None, context=context or None,
+                                 certificate_authority=certificate_authority or None,
+                                 client_certificate=client_certificate or None, client_key=client_key or None,
+                                 token=token or None, insecure_skip_tls_verify=insecure_skip_tls_verify)
 
 
 #: every command and command group -> the module whose `app` (a typer.Typer) defines it, in `--help` order
@@ -69,6 +92,8 @@ COMMANDS: dict[str, str] = {
     "wait": "kctl.cli.wait",
     "sync": "kctl.cli.sync",
     "audit": "kctl.cli.audit",
+    "config": "kctl.cli.config",
+    "auth": "kctl.cli.auth",
 }
 
 

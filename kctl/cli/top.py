@@ -51,13 +51,14 @@ SelectorOpt = Annotated[Optional[str], typer.Option("--selector", "-l", help="La
 NoHeadersOpt = Annotated[bool, typer.Option("--no-headers", help="Print no header line.")]
 
 
-#: kubectl's printers.GetNewTabWriter: tabwriter.NewWriter(out, 10, 4, 3, ' ', 0)
-MIN_WIDTH, PADDING = 10, 3
+#: kubectl's printers.GetNewTabWriter (cli-runtime): tabwriter.NewWriter(out, 6, 4, 3, ' ', RememberWidths), as the
+#: real kubectl 1.32 prints `top` (tests/unit/kubeapi/test_metrics_api.py compares them)
+MIN_WIDTH, PADDING = 6, 3
 
 
 def format_rows(rows: list[list[str]]) -> str:
     """Go's tabwriter as kubectl's top printer uses it: every cell ends in a tab, so every column (the last
-    too) is padded to max(10, widest + 3)."""
+    too) is padded to max(6, widest + 3)."""
     if not rows:
         return ""
     widths = [max(MIN_WIDTH, max(len(row[i]) for row in rows if i < len(row)) + PADDING)

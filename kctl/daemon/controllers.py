@@ -186,6 +186,62 @@ def _storageclass_default(settings: DaemonSettings) -> Controller:
     return DefaultStorageClassController()
 
 
+def _rbac_bootstrap(settings: DaemonSettings) -> Controller:
+    from kctl.controllers.rbacbootstrap import RBACBootstrapController
+
+    return RBACBootstrapController()
+
+
+def _clusterrole_aggregation(settings: DaemonSettings) -> Controller:
+    from kctl.controllers.clusterroleaggregation import ClusterRoleAggregationController
+
+    return ClusterRoleAggregationController()
+
+
+def _root_ca_cert_publisher(settings: DaemonSettings) -> Controller:
+    from kctl.controllers.rootcacert import RootCACertPublisher
+
+    return RootCACertPublisher(wait_for_ca=settings.listen is not None)
+
+
+def _kubernetes_service(settings: DaemonSettings) -> Controller:
+    from kctl.controllers.kubernetesservice import KubernetesServiceController, KubernetesServiceSettings
+
+    if settings.listen is None:
+        return KubernetesServiceController(settings=KubernetesServiceSettings())
+    import ipaddress
+
+    from kctl.apiserver.services.ranges import parse_service_cidr
+
+    host, port = settings.listen
+    first_ip = str(next(parse_service_cidr(settings.service_cluster_ip_range).hosts()))
+    return KubernetesServiceController(settings=KubernetesServiceSettings(
+        cluster_ip=first_ip, port=port, advertise_addresses=_advertise_addresses(host, ipaddress)))
+
+
+def _advertise_addresses(host: str, ipaddress) -> tuple[str, ...]:
+    """Where pods reach a daemon listening on host: the address itself, the default route's for a wildcard,
+    nothing for loopback (a pod cannot be sent there)."""
+    import socket
+
+    from kctl.daemon.clusterdns import route_source
+
+    host = host.strip("[]")
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        try:
+            ip = ipaddress.ip_address(socket.gethostbyname(host))
+        except (OSError, ValueError):
+            return ()
+    if ip.is_unspecified:
+        source = route_source("10.255.255.255")
+        return (source,) if source and not ipaddress.ip_address(source).is_loopback else ()
+    if ip.is_loopback or ip.version != 4:
+        return ()
+    return (str(ip),)
+
+
 def _git_source(settings: DaemonSettings) -> Controller:
     from kctl.sync.controller import GitSourceController
 
@@ -219,6 +275,10 @@ CONTROLLERS: Mapping[str, ControllerFactory] = MappingProxyType({
     "persistentvolume-protection": _persistentvolume_protection,
     "persistentvolumeclaim-protection": _persistentvolumeclaim_protection,
     "storageclass-default": _storageclass_default,
+    "rbac-bootstrap": _rbac_bootstrap,
+    "clusterrole-aggregation": _clusterrole_aggregation,
+    "root-ca-cert-publisher": _root_ca_cert_publisher,
+    "kubernetes-service": _kubernetes_service,
     "gitsource": _git_source,
 })
 

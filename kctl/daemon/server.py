@@ -8,6 +8,9 @@ per Node (only this host's in node mode) and, unless node mode or `control_plane
 a ControlPlane (kctl.daemon.controlplane) runs the chosen controllers and the scheduler
 while this daemon holds the leader Lease.
 
+With `settings.listen` it also serves the Kubernetes REST API over HTTPS (kctl.kubeapi.serving,
+started first and stopped last but one; every daemon serves it, leader or not).
+
 `run` returns when `stop` is set, or, without one, on SIGINT/SIGTERM (a second signal
 exits at once). Unless in node mode it first records the cluster's network settings
 (--cluster-cidr, --cluster-dns, --cluster-domain) in kube-system's ConfigMaps
@@ -41,6 +44,10 @@ log = logging.getLogger("kctl.daemon")
 SIGNAL_CHECK_SECONDS = 0.5
 
 
+class APIListenError(Exception):
+    """`--listen`: the HTTPS API could not start (the address is taken, the PKI unusable)."""
+
+
 def run(settings: DaemonSettings, *, api: API, stop: threading.Event | None = None) -> None:
     """Run the daemon until `stop` is set (None: until SIGINT/SIGTERM); NoLocalPodman if this host
     must register and no Podman service answers or can be started."""
@@ -59,10 +66,19 @@ def run(settings: DaemonSettings, *, api: API, stop: threading.Event | None = No
     supervisor = None
     plane = None
     copier = None
+    kubeapi = None
     try:
         if settings.control_plane and not node_mode:  # as kubeadm: the control plane's network settings, where
             # every agent reads them (and knows from them that node-ipam gives Nodes their podCIDRs)
             _record_cluster_network(api, settings)
+        if settings.listen is not None:  # every daemon serves the HTTPS API it is asked to, leader or not
+            from kctl.kubeapi.serving import ListenError, start_for_api
+
+            try:
+                kubeapi = start_for_api(api, host=settings.listen[0], port=settings.listen[1],
+                                        tls_sans=settings.tls_sans)
+            except ListenError as exc:
+                raise APIListenError(str(exc)) from None
         if node_mode or (settings.agents and not api.list(api.resource("nodes"))[0]):
             try:
                 url = choose_local_url(settings.podman_url, services)
@@ -89,6 +105,8 @@ def run(settings: DaemonSettings, *, api: API, stop: threading.Event | None = No
         while not stop.wait(SIGNAL_CHECK_SECONDS):
             pass
     finally:
+        if kubeapi is not None:
+            kubeapi.stop()
         if plane is not None:
             plane.stop()
         if supervisor is not None:

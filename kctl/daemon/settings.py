@@ -80,6 +80,10 @@ class DaemonSettings:
     agents: bool = True
     #: node mode (`--server`): only this host's agent, for a control plane reached over SSH
     node_mode: bool = False
+    #: the Kubernetes REST API over HTTPS (`--listen ADDR:PORT`, kctl.kubeapi): (host, port), None: not served
+    listen: tuple[str, int] | None = None
+    #: extra names and addresses of the HTTPS API's serving certificate (`--tls-san`)
+    tls_sans: tuple[str, ...] = ()
 
 
 __all__ = ["DaemonSettings"]

@@ -120,7 +120,12 @@ BUILTIN: tuple[ResourceType, ...] = (
 
 
 class Registry:
-    """Lookup of ResourceTypes by apiVersion+kind or by any name kubectl accepts."""
+    """Lookup of ResourceTypes by apiVersion+kind or by any name kubectl accepts.
+
+    An apiVersion a built-in kind is served at by conversion (kctl.machinery.conversion:
+    autoscaling/v1 HorizontalPodAutoscaler) names the stored kind's ResourceType: whoever
+    writes such an object converts it first (`conversion.to_storage`).
+    """
 
     def __init__(self, types: Iterable[ResourceType] = BUILTIN) -> None:
         self._types: list[ResourceType] = []
@@ -130,8 +135,13 @@ class Registry:
             self.add(rt)
 
     def add(self, rt: ResourceType) -> None:
+        from kctl.machinery.conversion import extra_versions
+
         self._types.append(rt)
         self._by_gvk[(rt.api_version, rt.kind)] = rt
+        if not rt.is_custom:  # versions served by conversion (autoscaling/v1 HPA) name the stored kind
+            for version in extra_versions(rt.group_kind):
+                self._by_gvk.setdefault((f"{rt.group}/{version}" if rt.group else version, rt.kind), rt)
         for name in {rt.plural, rt.singular, rt.kind.lower(), *rt.short_names}:
             self._by_name.setdefault(name, []).append(rt)
             if rt.group:
@@ -151,6 +161,12 @@ class Registry:
         if rt is None:
             raise ClientSideError(f'no matches for kind "{kind}" in version "{api_version}"')
         return rt
+
+    def served_versions(self, rt: ResourceType) -> tuple[str, ...]:
+        """The versions rt's kind is served at: its stored one first, then those served by conversion."""
+        from kctl.machinery.conversion import extra_versions
+
+        return (rt.version,) + (() if rt.is_custom else extra_versions(rt.group_kind))
 
     def by_group_kind(self, group_kind: str) -> ResourceType | None:
         return next((rt for rt in self._types if rt.group_kind == group_kind), None)

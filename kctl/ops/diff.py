@@ -67,7 +67,7 @@ def diff_label(rt: ResourceType, meta: dict) -> str:
 
 
 def _masked(obj: dict) -> dict:
-    """Drop what changes on every write (resourceVersion) so the diff shows real changes."""
+    """Drop what changes on every write (resourceVersion, managedFields) so the diff shows real changes."""
     obj = dict(obj)
-    obj["metadata"] = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
+    obj["metadata"] = {k: v for k, v in obj["metadata"].items() if k not in ("resourceVersion", "managedFields")}
     return obj

@@ -74,7 +74,7 @@ def print_objects(objs: list[dict], rt: ResourceType | None, fmt: OutputFormat, 
                   all_namespaces: bool = False, show_kind: bool = False, no_headers: bool = False,
                   show_labels: bool = False, label_columns: Iterable[str] = (),
                   now: datetime | None = None, force_list: bool = False,
-                  columns: tuple[PrinterColumn, ...] | None = None) -> None:
+                  columns: tuple[PrinterColumn, ...] | None = None, show_managed_fields: bool = False) -> None:
     """Write `objs` to `out` in `fmt`, as `kubectl get` does.
 
     rt: the kind listed (None: take each object's apiVersion/kind; mixed kinds print one
@@ -82,7 +82,8 @@ def print_objects(objs: list[dict], rt: ResourceType | None, fmt: OutputFormat, 
     named in that message. force_list: for yaml/json/jsonpath/go-template, wrap even a
     single object in a `kind: List`, as kubectl does for a list query (`get pods`, not
     `get pod NAME`); without it one object prints as itself and any other number as a List.
-    columns: a CRD's printer columns for rt's kind (`crd_columns`).
+    columns: a CRD's printer columns for rt's kind (`crd_columns`). show_managed_fields: keep
+    metadata.managedFields in yaml/json/jsonpath/go-template (kubectl leaves them out by default).
     """
     name = fmt.kind
     if name in ("table", "wide"):
@@ -95,7 +96,17 @@ def print_objects(objs: list[dict], rt: ResourceType | None, fmt: OutputFormat, 
     elif name == "custom-columns":
         _print_custom_columns(objs, fmt.columns, out, no_headers=no_headers)
     else:
+        if not show_managed_fields:
+            objs = [without_managed_fields(o) for o in objs]
         out.write(_render_data(_as_data(objs, force_list), fmt))
+
+
+def without_managed_fields(obj: dict) -> dict:
+    """obj without metadata.managedFields (a shallow copy when it had them), as kubectl prints objects."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
 
 
 def _name_line(obj: dict, rt: ResourceType | None) -> str:
@@ -168,8 +179,10 @@ class WatchPrinter:
 
     def __init__(self, rt: ResourceType, fmt: OutputFormat, out: TextIO, *, events: bool = False,
                  all_namespaces: bool = False, no_headers: bool = False, show_labels: bool = False,
-                 label_columns: Iterable[str] = (), columns: tuple[PrinterColumn, ...] | None = None) -> None:
+                 label_columns: Iterable[str] = (), columns: tuple[PrinterColumn, ...] | None = None,
+                 show_managed_fields: bool = False) -> None:
         self.rt, self.fmt, self.out, self.events = rt, fmt, out, events
+        self.show_managed_fields = show_managed_fields
         self.all_namespaces, self.no_headers = all_namespaces, no_headers
         self.show_labels, self.label_columns = show_labels, list(label_columns)
         self.columns = columns
@@ -211,6 +224,8 @@ class WatchPrinter:
         else:
             if kind == "yaml" and self.count > 1:
                 self.out.write("---\n")
+            if not self.show_managed_fields:
+                obj = without_managed_fields(obj)
             self.out.write(_render_data(obj, self.fmt, event=event if self.events else None))
         self.out.flush()
 

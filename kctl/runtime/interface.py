@@ -204,6 +204,31 @@ class EventStream(Protocol):
     def close(self) -> None: ...
 
 
+class LogStream(Protocol):
+    """A container's log (Runtime.logs), one chunk (a line) at a time. Iterating blocks for the next one while
+    following; `close()` may be called from any thread: the iteration then ends promptly."""
+
+    def __iter__(self) -> Iterator[bytes]: ...
+    def __next__(self) -> bytes: ...
+    def close(self) -> None: ...
+
+
+class ExecSession(Protocol):
+    """A command running in a container (Runtime.exec_session): output as it comes, stdin as it is given.
+    read/write/close_stdin/resize are called by one caller each; `close()` may be called from any
+    thread: the session ends promptly (the stream is shut down)."""
+
+    def read(self) -> tuple[int, bytes] | None:
+        """The next piece of output as (1 stdout | 2 stderr, data), blocking; None once the command's
+        output ended (with a TTY everything is stdout)."""
+        ...
+    def write(self, data: bytes) -> None: ...     # to the command's stdin (ignored when it has none)
+    def close_stdin(self) -> None: ...            # end of stdin: the command reads EOF
+    def resize(self, width: int, height: int) -> None: ...  # the TTY's size (no-op without a TTY)
+    def exit_code(self) -> int: ...               # after read() returned None (-1 when it cannot be known)
+    def close(self) -> None: ...
+
+
 class Runtime(Protocol):
     """The container runtime of one host. Calls are blocking and thread-safe."""
 
@@ -241,8 +266,20 @@ class Runtime(Protocol):
     # exec and logs
     def exec(self, container_id: str, argv: list[str], *, stdin: bytes | None = None,
              timeout: float | None = None) -> ExecResult: ...
+    def exec_session(self, container_id: str, argv: list[str], *, stdin: bool = False,
+                     tty: bool = False) -> ExecSession:
+        """Start argv in the running container and stream it (the HTTPS API's pods/exec); RuntimeError_
+        (NotFoundInRuntime) when it cannot be started."""
+        ...
+    def attach_session(self, container_id: str, *, stdin: bool = False, tty: bool = False,
+                       stdin_once: bool = False) -> ExecSession:
+        """Attach to the running container's main process (the HTTPS API's pods/attach): its output from now
+        on until it stops, stdin to it when the container has one open. close_stdin() closes the process's
+        stdin only with `stdin_once` (Kubernetes' stdinOnce), else it just stops sending; exit_code() is the
+        container's once it stopped (-1 while it runs)."""
+        ...
     def logs(self, container_id: str, *, follow: bool = False, tail: int | None = None,
-             since: float | None = None, timestamps: bool = False) -> Iterator[bytes]: ...
+             since: float | None = None, timestamps: bool = False) -> LogStream: ...
 
     # the host itself (the network plugin and kube-proxy: kctl.agent.podnetwork, kctl.agent.proxy)
     def run_on_host(self, argv: list[str], *, stdin: bytes | None = None, timeout: float = 30.0) -> ExecResult:

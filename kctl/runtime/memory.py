@@ -44,6 +44,12 @@ last matching rule; exit 0 with no output by default), or raises RuntimeError_ w
 subnet); a pod whose spec names one gets its address from that subnet; removing a network
 a running pod uses fails, as Podman's does.
 
+`exec_session` is `exec` streamed: stdin written to the session is collected until it is closed
+(at once when the session has no stdin), then the command runs as `exec` runs it and its stdout
+and stderr are read back; a TTY merges them. `attach_session` has no process to read from: it
+sends no output, keeps what is written to its stdin in `attached_input` (container id -> bytes)
+and ends when the container stops running (or the session is closed).
+
 `container_events` streams what Podman's event stream would: "start", "oom" then "died"
 (with the exit code) when a container stops for any reason (a crash, a stop, its pod
 removed), "remove". A planned exit (`sleep S`) happens when a call looks at the
@@ -240,6 +246,107 @@ class _Volume:
     files: dict[str, tuple[bytes, int]] = field(default_factory=dict)
 
 
+class _MemoryExecSession:
+    """Runtime.exec_session in memory: collect stdin until closed, then `exec` and hand out its output."""
+
+    def __init__(self, run: Callable[[bytes | None], ExecResult], *, stdin: bool, tty: bool) -> None:
+        self._run, self._tty = run, tty
+        self._stdin: bytearray | None = bytearray() if stdin else None
+        self._stdin_done = threading.Event()
+        self._closed = False
+        self._output: list[tuple[int, bytes]] | None = None
+        self._exit = -1
+        if not stdin:
+            self._stdin_done.set()
+
+    def read(self) -> tuple[int, bytes] | None:
+        if self._output is None:
+            self._stdin_done.wait()
+            if self._closed:
+                return None
+            result = self._run(None if self._stdin is None else bytes(self._stdin))
+            self._exit = result.exit_code
+            pieces = [(1, result.stdout), (1 if self._tty else 2, result.stderr)]
+            self._output = [(n, data) for n, data in pieces if data]
+        if self._closed or not self._output:
+            return None
+        return self._output.pop(0)
+
+    def write(self, data: bytes) -> None:
+        if self._stdin is not None and not self._stdin_done.is_set():
+            self._stdin += data
+
+    def close_stdin(self) -> None:
+        self._stdin_done.set()
+
+    def resize(self, width: int, height: int) -> None:
+        """No TTY to resize in memory."""
+
+    def exit_code(self) -> int:
+        return self._exit
+
+    def close(self) -> None:
+        self._closed = True
+        self._stdin_done.set()
+
+
+class _MemoryLog:
+    """Runtime.logs in memory: the lines logged so far (it does not follow); close() ends the iteration."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = list(chunks)
+        self._closed = False
+
+    def __iter__(self) -> "_MemoryLog":
+        return self
+
+    def __next__(self) -> bytes:
+        if self._closed or not self._chunks:
+            raise StopIteration
+        return self._chunks.pop(0)
+
+    def close(self) -> None:
+        self._closed = True
+
+
+class _MemoryAttachSession:
+    """Runtime.attach_session in memory: no output; ends when the container stops (or on close)."""
+
+    POLL = 0.05  # seconds between two looks at the container's state
+
+    def __init__(self, runtime: "MemoryRuntime", container_id: str, *, stdin: bool) -> None:
+        self._runtime, self._id, self._stdin = runtime, container_id, stdin
+        self._closed = threading.Event()
+
+    def read(self) -> tuple[int, bytes] | None:
+        while not self._closed.is_set():
+            try:
+                if self._runtime.inspect_container(self._id).state != "running":
+                    return None
+            except RuntimeError_:
+                return None
+            self._closed.wait(self.POLL)
+        return None
+
+    def write(self, data: bytes) -> None:
+        if self._stdin:
+            with self._runtime._lock:
+                self._runtime.attached_input[self._id] = self._runtime.attached_input.get(self._id, b"") + data
+
+    def close_stdin(self) -> None:
+        self._stdin = False
+
+    def resize(self, width: int, height: int) -> None:
+        """No TTY to resize in memory."""
+
+    def exit_code(self) -> int:
+        state = self._runtime.inspect_container(self._id)
+        return -1 if state.state == "running" or state.exit_code is None else state.exit_code
+
+    def close(self) -> None:
+        self._closed.set()
+
+
 class MemoryRuntime:
     """A whole Runtime in memory, with test controls (see the module docstring)."""
 
@@ -260,6 +367,7 @@ class MemoryRuntime:
         self.networks: dict[str, str] = {}                  # Podman networks: name -> subnet
         self.network_labels: dict[str, dict[str, str]] = {}
         self.host_commands: list[tuple[list[str], bytes | None]] = []  # run_on_host: (argv, stdin), in order
+        self.attached_input: dict[str, bytes] = {}  # attach_session: what was written to stdin, by container
         self.host_error: str | None = None                  # run_on_host fails with this while set
         self.usage: dict[str, tuple[int, int]] = {}         # container id -> (cpu_nanos, memory_bytes)
         self.host_usage = HostStats(cpu_nanos=0, memory_used_bytes=0, timestamp=0.0)
@@ -657,8 +765,31 @@ class MemoryRuntime:
         self._pass_time(rule.duration)
         return rule.result
 
+    def exec_session(self, container_id: str, argv: list[str], *, stdin: bool = False,
+                     tty: bool = False) -> _MemoryExecSession:
+        """exec, streamed (module docstring); fails at once as exec would for a missing or stopped container."""
+        self._record("exec_session", container_id, tuple(argv))
+        with self._lock:
+            container = self._get_container(container_id)
+            self._settle(container)
+            if container.state != "running":
+                raise RuntimeError_(f"exec {argv[0] if argv else ''} in container {container_id[:12]}: "
+                                    "container is not running")
+        return _MemoryExecSession(lambda data: self.exec(container_id, list(argv), stdin=data), stdin=stdin, tty=tty)
+
+    def attach_session(self, container_id: str, *, stdin: bool = False, tty: bool = False,
+                       stdin_once: bool = False) -> _MemoryAttachSession:
+        """Attach (module docstring); fails at once for a missing or stopped container, as Podman's does."""
+        self._record("attach_session", container_id)
+        with self._lock:
+            container = self._get_container(container_id)
+            self._settle(container)
+            if container.state != "running":
+                raise RuntimeError_(f"attach to container {container_id[:12]}: container is not running")
+        return _MemoryAttachSession(self, container_id, stdin=stdin)
+
     def logs(self, container_id: str, *, follow: bool = False, tail: int | None = None,
-             since: float | None = None, timestamps: bool = False) -> Iterator[bytes]:
+             since: float | None = None, timestamps: bool = False) -> _MemoryLog:
         self._record("logs", container_id)
         with self._lock:
             container = self._get_container(container_id)
@@ -669,8 +800,8 @@ class MemoryRuntime:
         if tail is not None:
             lines = lines[-tail:] if tail > 0 else []
         if timestamps:
-            return iter([_nanos(at).encode() + b" " + data for at, data in lines])
-        return iter([data for _, data in lines])
+            return _MemoryLog([_nanos(at).encode() + b" " + data for at, data in lines])
+        return _MemoryLog([data for _, data in lines])
 
     # -- events ---------------------------------------------------------------------------
 

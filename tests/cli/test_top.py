@@ -45,42 +45,42 @@ def stored(server):
 
 @pytest.mark.parametrize("args, expected", [
     (("top", "pod"),
-     "NAME      CPU(cores)   MEMORY(bytes)   \n"
-     "db-0      250m         100Mi           \n"
-     "web-1     14m          3Mi             \n"),
+     "NAME    CPU(cores)   MEMORY(bytes)   \n"
+     "db-0    250m         100Mi           \n"
+     "web-1   14m          3Mi             \n"),
     (("top", "pods", "-A"),
      "NAMESPACE     NAME           CPU(cores)   MEMORY(bytes)   \n"
      "default       db-0           250m         100Mi           \n"
      "default       web-1          14m          3Mi             \n"
      "kube-system   coredns-7d8f   2m           12Mi            \n"),
     (("top", "po", "--containers"),
-     "POD       NAME      CPU(cores)   MEMORY(bytes)   \n"
-     "db-0      db        250m         100Mi           \n"
-     "web-1     app       13m          3Mi             \n"
-     "web-1     side      1m           0Mi             \n"),
+     "POD     NAME   CPU(cores)   MEMORY(bytes)   \n"
+     "db-0    db     250m         100Mi           \n"
+     "web-1   app    13m          3Mi             \n"
+     "web-1   side   1m           0Mi             \n"),
     (("top", "pod", "-A", "--sort-by", "cpu", "--no-headers"),
-     "default       db-0           250m      100Mi     \n"
-     "default       web-1          14m       3Mi       \n"
-     "kube-system   coredns-7d8f   2m        12Mi      \n"),
+     "default       db-0           250m   100Mi   \n"
+     "default       web-1          14m    3Mi     \n"
+     "kube-system   coredns-7d8f   2m     12Mi    \n"),
     (("top", "pod", "--sort-by", "memory", "-A"),
      "NAMESPACE     NAME           CPU(cores)   MEMORY(bytes)   \n"
      "default       db-0           250m         100Mi           \n"
      "kube-system   coredns-7d8f   2m           12Mi            \n"
      "default       web-1          14m          3Mi             \n"),
     (("top", "pod", "-l", "app=web"),
-     "NAME      CPU(cores)   MEMORY(bytes)   \n"
-     "web-1     14m          3Mi             \n"),
+     "NAME    CPU(cores)   MEMORY(bytes)   \n"
+     "web-1   14m          3Mi             \n"),
     (("top", "pod", "web-1", "--containers"),
-     "POD       NAME      CPU(cores)   MEMORY(bytes)   \n"
-     "web-1     app       13m          3Mi             \n"
-     "web-1     side      1m           0Mi             \n"),
+     "POD     NAME   CPU(cores)   MEMORY(bytes)   \n"
+     "web-1   app    13m          3Mi             \n"
+     "web-1   side   1m           0Mi             \n"),
     (("top", "pod", "-n", "kube-system"),
      "NAME           CPU(cores)   MEMORY(bytes)   \n"
      "coredns-7d8f   2m           12Mi            \n"),
 ], ids=["default-ns", "all-namespaces", "containers", "sort-cpu-no-headers", "sort-memory", "selector", "one-pod",
         "namespace"])
 def test_top_pod_output(kctl, stored, args, expected) -> None:
-    """Columns padded as Go's tabwriter (min 10, padding 3, trailing), CPU rounded up in m, memory down in Mi."""
+    """Columns padded as Go's tabwriter (min 6, padding 3, trailing), CPU rounded up in m, memory down in Mi."""
     result = kctl(*args)
     assert (result.code, result.err) == (0, "")
     assert result.out == expected
@@ -120,16 +120,16 @@ def nodes(server):
 
 @pytest.mark.parametrize("args, expected", [
     (("top", "node"),
-     "NAME      CPU(cores)   CPU(%)      MEMORY(bytes)   MEMORY(%)   \n"
-     "h1        330m         16%         2683Mi          32%         \n"
-     "h2        1500m        75%         6144Mi          75%         \n"
-     "h3        <unknown>    <unknown>   <unknown>       <unknown>   \n"),
+     "NAME   CPU(cores)   CPU(%)      MEMORY(bytes)   MEMORY(%)   \n"
+     "h1     330m         16%         2683Mi          32%         \n"
+     "h2     1500m        75%         6144Mi          75%         \n"
+     "h3     <unknown>    <unknown>   <unknown>       <unknown>   \n"),
     (("top", "nodes", "--sort-by", "cpu", "-l", "zone"),
-     "NAME      CPU(cores)   CPU(%)    MEMORY(bytes)   MEMORY(%)   \n"
-     "h2        1500m        75%       6144Mi          75%         \n"
-     "h1        330m         16%       2683Mi          32%         \n"),
+     "NAME   CPU(cores)   CPU(%)   MEMORY(bytes)   MEMORY(%)   \n"
+     "h2     1500m        75%      6144Mi          75%         \n"
+     "h1     330m         16%      2683Mi          32%         \n"),
     (("top", "no", "h1", "--no-headers", "--show-capacity"),
-     "h1        330m      8%        2683Mi    16%       \n"),
+     "h1    330m   8%    2683Mi   16%   \n"),
 ], ids=["all", "sort-selector", "one-capacity"])
 def test_top_node_output(kctl, nodes, args, expected) -> None:
     """Node rows: usage and truncated percent of allocatable (or capacity); <unknown> for a node without metrics."""

@@ -70,6 +70,7 @@ def builtin_plugins() -> tuple[AdmissionPlugin, ...]:
 
     modules = (
         "limitranger",                    # LimitRanger
+        "serviceaccount",                 # ServiceAccount
         "priority",                       # Priority
         "defaultstorageclass",            # DefaultStorageClass
         "storageobjectinuseprotection",   # StorageObjectInUseProtection

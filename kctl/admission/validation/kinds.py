@@ -19,7 +19,8 @@ from kctl.admission.validation.fields import (Path, dig, invalid_value, join_pat
                                               unsupported_value)
 from kctl.admission.validation.names import (annotations_errors, dns1035_label_problems, dns1123_label_problems,
                                              dns1123_subdomain_problems, labels_errors, name_errors,
-                                             port_name_problems, selector_errors, selector_matches)
+                                             path_segment_name_problems, port_name_problems, selector_errors,
+                                             selector_matches)
 from kctl.admission.validation.podspec import PROTOCOLS, pod_spec_errors, port_number_errors
 from kctl.machinery.errors import FieldError
 from kctl.machinery.resources import ResourceType
@@ -34,6 +35,8 @@ def _name_check_for(rt: ResourceType) -> Callable[[str], list[str]]:
         return dns1123_label_problems
     if rt.group == "" and rt.kind == "Service":
         return dns1035_label_problems
+    if rt.group == "rbac.authorization.k8s.io":  # Kubernetes' ValidateRBACName: `system:basic-user` is valid
+        return path_segment_name_problems
     return dns1123_subdomain_problems
 
 

@@ -46,6 +46,13 @@ def dns1123_subdomain_problems(value: str) -> list[str]:
     return problems
 
 
+def path_segment_name_problems(value: str) -> list[str]:
+    """What is wrong with `value` as a path segment name (RBAC kinds' names, which may hold ':')."""
+    if value in (".", ".."):
+        return [f"may not be '{value}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in value]
+
+
 def dns1035_label_problems(value: str) -> list[str]:
     """What is wrong with `value` as a DNS-1035 label (Service names)."""
     problems = [] if len(value) <= 63 else ["must be no more than 63 characters"]

@@ -28,6 +28,7 @@ from kctl.output.describe.nodes import describe_node
 from kctl.output.describe.podspec import describe_pod_template
 from kctl.output.describe.pods import describe_pod
 from kctl.output.describe.policy import describe_limit_range, describe_priority_class, describe_quota
+from kctl.output.describe.rbac import describe_binding, describe_role
 from kctl.output.describe.sections import rfc1123z
 from kctl.output.describe.statefulset import describe_statefulset
 from kctl.output.describe.storage import (describe_persistent_volume, describe_persistent_volume_claim,
@@ -56,6 +57,10 @@ DESCRIBERS: dict[str, Describer] = {
     "PersistentVolume": describe_persistent_volume,
     "PersistentVolumeClaim": describe_persistent_volume_claim,
     "StorageClass.storage.k8s.io": describe_storage_class,
+    "Role.rbac.authorization.k8s.io": describe_role,
+    "ClusterRole.rbac.authorization.k8s.io": describe_role,
+    "RoleBinding.rbac.authorization.k8s.io": describe_binding,
+    "ClusterRoleBinding.rbac.authorization.k8s.io": describe_binding,
 }
 
 

@@ -35,8 +35,8 @@ from kctl.runtime.interface import LABEL_POD_UID, ContainerEvent, RuntimeError_
 MAX_EVENT_LINE = 1 << 20  # bytes; an event line longer than this ends the stream as broken
 
 
-class _UnixHTTPConnection(http.client.HTTPConnection):
-    """http.client over a unix socket (the path replaces host and port)."""
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """http.client over a unix socket (the path replaces host and port); kctl.runtime.podman.logstream uses it too."""
 
     def __init__(self, socket_path: str, *, timeout: float) -> None:
         super().__init__("d", timeout=timeout)
@@ -93,7 +93,7 @@ def parse_event(line: bytes | str) -> tuple[ContainerEvent, dict[str, str]] | No
 class PodmanEventStream:
     """One open events request; iterate for ContainerEvents, close() from any thread."""
 
-    def __init__(self, connection: _UnixHTTPConnection, response: http.client.HTTPResponse,
+    def __init__(self, connection: UnixHTTPConnection, response: http.client.HTTPResponse,
                  labels: dict[str, str], *, what: str) -> None:
         self._connection = connection
         self._response = response
@@ -151,7 +151,7 @@ def open_event_stream(socket_path: str, path_prefix: str, *, labels: dict[str, s
     """
     what = "container events"
     query = urllib.parse.urlencode({"stream": "true", "filters": json.dumps(event_filters(labels, events))})
-    connection = _UnixHTTPConnection(socket_path, timeout=timeout)
+    connection = UnixHTTPConnection(socket_path, timeout=timeout)
     try:
         connection.request("GET", f"{path_prefix}events?{query}")
         response = connection.getresponse()
@@ -173,4 +173,4 @@ def open_event_stream(socket_path: str, path_prefix: str, *, labels: dict[str, s
     return PodmanEventStream(connection, response, labels, what=what)
 
 
-__all__ = ["PodmanEventStream", "event_filters", "open_event_stream", "parse_event"]
+__all__ = ["PodmanEventStream", "UnixHTTPConnection", "event_filters", "open_event_stream", "parse_event"]

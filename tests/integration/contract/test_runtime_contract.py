@@ -21,6 +21,7 @@ from kctl.runtime.interface import (
     ContainerEvent,
     ContainerSpec,
     ContainerState,
+    ExecSession,
     ImageNotFound,
     Mount,
     NotFoundInRuntime,
@@ -276,6 +277,90 @@ def test_exec_timeout_and_errors(runtime: Runtime, pod: PodSandbox, sleeper: str
     with pytest.raises(RuntimeError_) as raised:
         runtime.exec(exited, ["true"])
     assert "\n" not in str(raised.value)
+
+
+def drain(session: ExecSession) -> list[tuple[int, bytes]]:
+    """Every (stream, data) a session reads until its output ends, joined per stream in order of arrival."""
+    pieces: list[tuple[int, bytes]] = []
+    while (piece := session.read()) is not None:
+        if pieces and pieces[-1][0] == piece[0]:
+            pieces[-1] = (piece[0], pieces[-1][1] + piece[1])
+        else:
+            pieces.append(piece)
+    return pieces
+
+
+@pytest.mark.parametrize(("argv", "stdin", "tty", "expected", "code"), [
+    (["sh", "-c", "cat; echo err >&2; exit 3"], b"piped in\n", False, {1: b"piped in\n", 2: b"err\n"}, 3),
+    (["echo", "hi"], None, False, {1: b"hi\n"}, 0),
+    (["sh", "-c", "echo out; echo err >&2"], None, True, {1: b"out"}, 0),
+], ids=["stdin-stderr-exit", "no-stdin", "tty-merges"])
+def test_exec_session_streams(runtime: Runtime, sleeper: str, argv: list[str], stdin: bytes | None, tty: bool,
+                              expected: dict[int, bytes], code: int) -> None:
+    """exec_session takes stdin until it is closed, streams stdout/stderr apart (one stream with a TTY), exits."""
+    session = runtime.exec_session(sleeper, argv, stdin=stdin is not None, tty=tty)
+    try:
+        if stdin is not None:
+            session.write(stdin)
+            session.close_stdin()
+        session.resize(80, 24)
+        got: dict[int, bytes] = {}
+        for stream, data in drain(session):
+            got[stream] = got.get(stream, b"") + data
+        assert session.exit_code() == code
+    finally:
+        session.close()
+    if tty:  # a TTY turns \n into \r\n and merges stderr into stdout
+        assert set(got) == {1} and got[1].startswith(expected[1])
+    else:
+        assert got == expected
+
+
+def test_exec_session_close_and_errors(runtime: Runtime, sleeper: str) -> None:
+    """close() ends a session still waiting for stdin; a missing container cannot start one."""
+    session = runtime.exec_session(sleeper, ["cat"], stdin=True)
+    done = threading.Event()
+    reader = threading.Thread(target=lambda: (drain(session), done.set()), daemon=True)
+    reader.start()
+    session.close()
+    assert done.wait(10)
+    with pytest.raises(NotFoundInRuntime):
+        runtime.exec_session("kctl-no-such-container", ["true"])
+
+
+def test_attach_session_follows_the_main_process_until_it_stops(runtime: Runtime, pod: PodSandbox,
+                                                                  sleeper: str) -> None:
+    """attach_session ends when the container stops (its exit code then known); close() ends it early;
+    a missing container cannot be attached to."""
+    short = run(runtime, pod, command=["sleep", "2"])
+    session = runtime.attach_session(short)
+    try:
+        session.resize(80, 24)
+        drain(session)
+        wait_exited(runtime, short)
+        assert session.exit_code() == 0
+    finally:
+        session.close()
+    waiting = runtime.attach_session(sleeper, stdin=True)
+    done = threading.Event()
+    threading.Thread(target=lambda: (drain(waiting), done.set()), daemon=True).start()
+    waiting.write(b"ignored\n")
+    waiting.close_stdin()
+    assert not done.wait(0.5)  # closing stdin (no stdin_once) does not end the attach
+    waiting.close()
+    assert done.wait(10)
+    assert waiting.exit_code() == -1  # still running
+    with pytest.raises(NotFoundInRuntime):
+        runtime.attach_session("kctl-no-such-container")
+
+
+def test_a_followed_log_ends_when_closed_from_another_thread(runtime: Runtime, sleeper: str) -> None:
+    """close() of a log followed on a quiet running container ends its iteration promptly."""
+    stream = runtime.logs(sleeper, follow=True, tail=0)
+    done = threading.Event()
+    threading.Thread(target=lambda: (list(stream), done.set()), daemon=True).start()
+    stream.close()
+    assert done.wait(10)
 
 
 def test_logs_tail_timestamps_since_and_follow(runtime: Runtime, pod: PodSandbox) -> None:

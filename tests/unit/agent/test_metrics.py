@@ -163,6 +163,21 @@ def test_node_metrics_rate_memory_and_owner(bed: Bed) -> None:
     assert node["timestamp"] == "2027-01-15T08:00:20Z"
 
 
+def test_node_metrics_carry_the_nodes_current_labels(bed: Bed) -> None:
+    """NodeMetrics carry the Node's labels, read each round (as metrics-server's: `kubectl top node -l`)."""
+    bed.runtime.host_usage = HostStats(cpu_nanos=0, memory_used_bytes=MI, timestamp=0)
+    bed.scraper.scrape()
+    bed.api.patch(bed.api.resource("nodes"), NODE, {"metadata": {"labels": {"zone": "a"}}})
+    for cpu in (1, 2):
+        bed.clock.advance(15)
+        bed.runtime.host_usage = HostStats(cpu_nanos=cpu * 10**9, memory_used_bytes=MI, timestamp=0)
+        bed.scraper.scrape()
+        if cpu == 1:
+            assert bed.node_metrics()["metadata"]["labels"] == {"zone": "a"}
+            bed.api.patch(bed.api.resource("nodes"), NODE, {"metadata": {"labels": {"zone": "b"}}})
+    assert bed.node_metrics()["metadata"]["labels"] == {"zone": "b"}
+
+
 def test_label_selector_finds_a_workloads_pods(bed: Bed) -> None:
     """PodMetrics carry the pod's labels, so the HPA's selector lists just its pods' metrics."""
     bed.pod("web-1", "c", labels={"app": "web"})

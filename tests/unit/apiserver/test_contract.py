@@ -1,7 +1,7 @@
 """The API contract (kctl.apiserver.contract.API): both API forms implement it, and its new operations behave.
 
-APIServer and RemoteAPIServer must have every member of the Protocol with a compatible
-signature; the operations clients used to reach around the API for (find, get_by_uid,
+APIServer, RemoteAPIServer and RESTAPIClient (kctl.apiserver.rest) must have every member of the
+Protocol with a compatible signature; the operations clients used to reach around the API for (find, get_by_uid,
 revision, namespace_of, schema_of, update_status_all, the store's administration) answer
 alike in process and over the wire (kctl.apiserver.serve on a socketpair).
 """
@@ -19,6 +19,7 @@ from kctl.apiserver.server import APIServer
 from kctl.apiserver.contract import API
 from kctl.machinery.errors import BadRequest, Conflict, NotFound
 from kctl.apiserver.remote import RemoteAPIServer
+from kctl.apiserver.rest.client import RESTAPIClient
 from kctl.store.sqlite import Store
 
 WAIT = 30.0  # seconds a server thread may take to end
@@ -100,13 +101,13 @@ def remote(served):
         sock.close()
 
 
-@pytest.mark.parametrize("cls", [APIServer, RemoteAPIServer])
+@pytest.mark.parametrize("cls", [APIServer, RemoteAPIServer, RESTAPIClient])
 @pytest.mark.parametrize("name", sorted(_members()))
 def test_both_api_forms_have_every_member_with_a_compatible_signature(cls, name):
     """Every Protocol member exists on both API classes; methods accept every call the Protocol allows."""
     member = _members()[name]
     if isinstance(member, property):
-        instance_attrs = {"APIServer": ("user",), "RemoteAPIServer": ("where",)}[cls.__name__]
+        instance_attrs = {"APIServer": ("user",), "RemoteAPIServer": ("where",), "RESTAPIClient": ()}[cls.__name__]
         assert isinstance(getattr(cls, name, None), property) or name in instance_attrs, f"{cls.__name__}.{name}"
         return
     implementation = getattr(cls, name, None)
