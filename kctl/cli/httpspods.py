@@ -9,25 +9,27 @@ by the CLI's edge as kubectl prints them.
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Callable, TextIO
 
 from kctl.cli import connect
 
 
-def _out(stream: TextIO) -> Callable[[bytes], None]:
+def write_bytes(stream: TextIO, data: bytes) -> None:
+    """Write a container's bytes to a text stream as they are (through its binary buffer when it has one)."""
     buffer = getattr(stream, "buffer", None)
+    if buffer is not None:
+        stream.flush()
+        buffer.write(data)
+        buffer.flush()
+    else:
+        stream.write(data.decode("utf-8", "replace"))
+        stream.flush()
 
-    def write(data: bytes) -> None:
-        if buffer is not None:
-            stream.flush()
-            buffer.write(data)
-            buffer.flush()
-        else:
-            stream.write(data.decode("utf-8", "replace"))
-            stream.flush()
 
-    return write
+def _out(stream: TextIO) -> Callable[[bytes], None]:
+    return functools.partial(write_bytes, stream)
 
 
 def logs(pod: str, *, namespace: str | None, container: str | None, follow: bool, tail: int,

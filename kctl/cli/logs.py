@@ -38,14 +38,9 @@ def _pod_and_runtime(name: str, namespace: str | None) -> tuple[dict, object]:
 
 
 def _write(stream, data: bytes) -> None:
-    buffer = getattr(stream, "buffer", None)
-    if buffer is not None:
-        stream.flush()
-        buffer.write(data)
-        buffer.flush()
-    else:
-        stream.write(data.decode("utf-8", "replace"))
-        stream.flush()
+    from kctl.cli.httpspods import write_bytes
+
+    write_bytes(stream, data)
 
 
 def _on_server(args: list[str]) -> None:

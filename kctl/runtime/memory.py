@@ -745,11 +745,7 @@ class MemoryRuntime:
              timeout: float | None = None) -> ExecResult:
         self._record("exec", container_id, tuple(argv))
         with self._lock:
-            container = self._get_container(container_id)
-            self._settle(container)
-            if container.state != "running":
-                raise RuntimeError_(f"exec {argv[0] if argv else ''} in container {container_id[:12]}: "
-                                    "container is not running")
+            container = self._running_for_exec(container_id, argv)
             state = self._state(container)
             rule = self._exec_rule(container, argv)
         if self.exec_hook is not None:
@@ -765,16 +761,21 @@ class MemoryRuntime:
         self._pass_time(rule.duration)
         return rule.result
 
+    def _running_for_exec(self, container_id: str, argv: list[str]) -> _Container:
+        """The container an exec runs in (the lock held); RuntimeError_ unless it is running."""
+        container = self._get_container(container_id)
+        self._settle(container)
+        if container.state != "running":
+            raise RuntimeError_(f"exec {argv[0] if argv else ''} in container {container_id[:12]}: "
+                                "container is not running")
+        return container
+
     def exec_session(self, container_id: str, argv: list[str], *, stdin: bool = False,
                      tty: bool = False) -> _MemoryExecSession:
         """exec, streamed (module docstring); fails at once as exec would for a missing or stopped container."""
         self._record("exec_session", container_id, tuple(argv))
         with self._lock:
-            container = self._get_container(container_id)
-            self._settle(container)
-            if container.state != "running":
-                raise RuntimeError_(f"exec {argv[0] if argv else ''} in container {container_id[:12]}: "
-                                    "container is not running")
+            self._running_for_exec(container_id, argv)
         return _MemoryExecSession(lambda data: self.exec(container_id, list(argv), stdin=data), stdin=stdin, tty=tty)
 
     def attach_session(self, container_id: str, *, stdin: bool = False, tty: bool = False,

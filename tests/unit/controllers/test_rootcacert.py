@@ -35,7 +35,9 @@ def test_no_ca_no_configmaps(api):
     """A store whose CA was never made gets no ConfigMaps (kctl without its HTTPS API is unchanged)."""
     controller = RootCACertPublisher()
     with running(api, [controller]):
-        wait_for(lambda: controller.namespaces.get("", "default") is not None, what="namespaces listed")
+        # the controller is set up on the manager's thread: its informer exists only once that has run
+        wait_for(lambda: getattr(controller, "namespaces", None) is not None
+                 and controller.namespaces.get("", "default") is not None, what="namespaces listed")
         assert controller.reconcile("default") is None
         controller.wait_for_ca = True  # a daemon serving the HTTPS API: look again until the CA exists
         assert controller.reconcile("default") == CA_RETRY_SECONDS
