@@ -37,7 +37,7 @@ from kctl.machinery.errors import APIError, Conflict, FieldError, Forbidden, Not
 
 if TYPE_CHECKING:
     from kctl.apiserver.server import APIServer
-    from kctl.store.sqlite import Transaction
+    from kctl.store.contract import Transaction
 
 PDB_KIND = "PodDisruptionBudget.policy"
 #: Kubernetes' MaxDisruptedPodSize: unconfirmed evictions a budget may hold

@@ -44,7 +44,7 @@ from kctl.machinery.managedfields import ApplyConflict
 from kctl.machinery import conversion, limits, typeinfo
 from kctl.machinery.resources import KCTL_GROUP, Registry, ResourceType, builtin_registry
 from kctl.apiserver.contract import Binding, WriteResult
-from kctl.store.sqlite import Store, Transaction
+from kctl.store.contract import Store, Transaction
 
 log = logging.getLogger("kctl.apiserver")
 

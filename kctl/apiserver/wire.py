@@ -105,7 +105,7 @@ def _error_classes() -> dict[str, type[APIError]]:
                if isinstance(cls, type) and issubclass(cls, APIError)}
     classes["ServerUnavailable"] = ServerUnavailable
     try:
-        from kctl.store.sqlite import StoreError
+        from kctl.store.contract import StoreError
 
         classes["StoreError"] = StoreError
     except ImportError:  # pragma: no cover - the store module always exists

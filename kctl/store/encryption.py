@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kctl.store.sqlite import ENCRYPTED_KINDS, StoreError  # noqa: F401  (the kinds sealed, kept by the store)
+from kctl.store.contract import ENCRYPTED_KINDS, StoreError  # noqa: F401  (the kinds sealed, kept by the contract)
 
 if TYPE_CHECKING:  # the crypto library is imported only when a Secret is sealed or opened
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM

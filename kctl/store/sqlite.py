@@ -1,5 +1,8 @@
 """The SQLite store: objects, the global revision, the change log and its watch.
 
+The default backend of the store contract (kctl.store.contract: the Store and Transaction
+Protocols, their rules, and which of the methods below are SQLite's own).
+
 Only the API layer (kctl.apiserver.server) writes through here. Several processes may
 open one store at once (the CLI, the daemon, git sync): the database is in WAL mode,
 every write transaction starts with BEGIN IMMEDIATE under a busy timeout, and a write
@@ -29,13 +32,13 @@ import sqlite3
 import stat
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from orjson import loads as _fast_loads
 
-from kctl.machinery.errors import APIError, Gone
+from kctl.machinery.errors import Gone
+from kctl.store.contract import ENCRYPTED_KINDS, Change, StoreError
 
 if TYPE_CHECKING:
     from kctl.store.encryption import KeyRing
@@ -56,9 +59,6 @@ WATCH_CHECK = 0.05
 #: (a single larger object still makes a page of its own)
 PAGE_BYTES = 4 << 20
 LOCK_RETRY_SECONDS = 120.0
-#: kinds (ResourceType.group_kind) whose stored JSON is encrypted (kctl.store.encryption);
-#: kept here so that reading a store never imports the crypto library unless a Secret is touched
-ENCRYPTED_KINDS = frozenset({"Secret"})
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
@@ -86,22 +86,6 @@ def default_path() -> Path:
         return Path(os.environ["KCTL_STORE"])
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "kctl" / "kctl.db"
-
-
-@dataclass(frozen=True)
-class Change:
-    """One entry of the change log."""
-
-    revision: int
-    type: str  # ADDED | MODIFIED | DELETED
-    kind: str  # the ResourceType.group_kind
-    namespace: str
-    name: str
-    obj: dict
-
-
-class StoreError(APIError):
-    """The store file cannot be opened or used (not a kctl store, unreadable, corrupt)."""
 
 
 def secure_folder(folder: Path) -> None:

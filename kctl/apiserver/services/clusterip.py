@@ -27,7 +27,7 @@ from kctl.apiserver.services.ranges import (DEFAULT_SERVICE_CIDR, DEFAULT_SERVIC
                                             SERVICE_CIDR_KIND, static_band)
 
 if TYPE_CHECKING:
-    from kctl.store.sqlite import Transaction
+    from kctl.store.contract import Transaction
 
 #: IPAddress labels kube-apiserver's allocator sets
 LABEL_IP_FAMILY = "ipaddress.kubernetes.io/ip-family"

@@ -34,7 +34,7 @@ from kctl.apiserver.services.ranges import (DEFAULT_SERVICE_CIDR_NAME, IP_ADDRES
 
 if TYPE_CHECKING:
     from kctl.apiserver.contract import API
-    from kctl.store.sqlite import Transaction
+    from kctl.store.contract import Transaction
 
 
 def _now() -> str:

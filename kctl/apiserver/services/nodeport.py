@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from kctl.apiserver.services.ranges import DEFAULT_NODE_PORT_RANGE, PortRange, parse_port_range, static_band
 
 if TYPE_CHECKING:
-    from kctl.store.sqlite import Transaction
+    from kctl.store.contract import Transaction
 
 #: the store's key of the bitmap: kind, namespace, name
 RANGE_KIND = "RangeAllocation"

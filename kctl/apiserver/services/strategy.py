@@ -29,7 +29,7 @@ from kctl.apiserver.services.nodeport import NodePortAllocator, PortAllocationEr
 from kctl.machinery.errors import APIError, FieldError, Invalid
 
 if TYPE_CHECKING:
-    from kctl.store.sqlite import Transaction
+    from kctl.store.contract import Transaction
 
 NONE = "None"
 NODE_PORT_TYPES = ("NodePort", "LoadBalancer")

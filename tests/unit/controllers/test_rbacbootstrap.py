@@ -21,6 +21,9 @@ def test_default_policy_is_written_and_aggregated_at_start(api):
     """A fresh store gets cluster-admin and its binding, and view with the view rules, without any user action."""
     with running(api, [RBACBootstrapController(), ClusterRoleAggregationController()]):
         wait_for(lambda: _rules(api, "view") and _rules(api, "admin"), what="the aggregated default roles")
+        # the bindings are written after the roles: the aggregator may fill the roles before they exist
+        wait_for(lambda: api.find(api.resource("clusterrolebindings.rbac.authorization.k8s.io"), "cluster-admin"),
+                 what="the default bindings")
         binding = api.get(api.resource("clusterrolebindings.rbac.authorization.k8s.io"), "cluster-admin")
         assert binding["subjects"][0]["name"] == "system:masters"
         assert _rules(api, "cluster-admin")[0] == {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}

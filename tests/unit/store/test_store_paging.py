@@ -7,7 +7,6 @@ import sys
 import textwrap
 import tracemalloc
 
-import pytest
 
 from kctl.store.sqlite import Store
 
@@ -18,28 +17,6 @@ def put_big(store: Store, name: str, size: int) -> None:
     with store.transaction() as txn:
         txn.put("ConfigMap", "default", name, {"metadata": {"name": name}, "data": {"blob": "x" * size}},
                 event="ADDED")
-
-
-@pytest.mark.parametrize("page_bytes,sizes,expected", [
-    (10_000, [3_000] * 6, [3, 3]),
-    (10_000, [20_000, 100, 100], [1, 2]),
-    (10_000, [100, 20_000, 100], [1, 1, 1]),
-    (1 << 30, [100] * 5, [5]),
-], ids=["even", "big-first", "big-middle", "all-fit"])
-def test_changes_pages_by_bytes(tmp_path, page_bytes, sizes, expected):
-    """changes() stops a page at page_bytes of stored JSON, but always returns at least one change."""
-    store = Store(tmp_path / "s" / "kctl.db", page_bytes=page_bytes)
-    try:
-        for i, size in enumerate(sizes):
-            put_big(store, f"o{i}", size)
-        since, pages = 1, []
-        while batch := store.changes(since):
-            pages.append(len(batch))
-            since = batch[-1].revision
-        assert pages == expected
-        assert since == 1 + len(sizes)
-    finally:
-        store.close()
 
 
 def test_catching_up_watcher_memory_is_bounded(tmp_path):
@@ -59,21 +36,6 @@ def test_catching_up_watcher_memory_is_bounded(tmp_path):
             tracemalloc.stop()
         assert seen == 24
         assert peak < 8 * MB, f"peak {peak / MB:.1f} MB while catching up over 24 MB of changes"
-    finally:
-        store.close()
-
-
-def test_list_pages_are_bounded_and_consistent(tmp_path):
-    """list_pages yields every object once, in pages within the byte budget, at one revision."""
-    store = Store(tmp_path / "s" / "kctl.db")
-    try:
-        for i in range(10):
-            put_big(store, f"o{i}", 1_000)
-        pages = list(store.list_pages("ConfigMap", "default", page_bytes=3_500))
-        assert [len(p) for p, _ in pages] == [3, 3, 3, 1]
-        assert {rev for _, rev in pages} == {store.revision()}
-        names = [o["metadata"]["name"] for p, _ in pages for o in p]
-        assert names == [o["metadata"]["name"] for o in store.list("ConfigMap", "default")[0]]
     finally:
         store.close()
 
