@@ -57,7 +57,8 @@ PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version
 USER_KEY: web.RequestKey[Any] = web.RequestKey("kctl.user", object)
 INFO_KEY: web.RequestKey[RequestInfo] = web.RequestKey("kctl.info", RequestInfo)
 #: non-resource handler modules, asked in this order (each `handle(request, ctx)` answers None if not its path)
-NON_RESOURCE_HANDLERS = ("kctl.kubeapi.version", "kctl.kubeapi.discovery", "kctl.kubeapi.openapi")
+NON_RESOURCE_HANDLERS = ("kctl.kubeapi.discovery.version", "kctl.kubeapi.discovery.groups",
+                         "kctl.kubeapi.discovery.openapi")
 #: subresources of pods that stream (kctl.kubeapi.streams)
 STREAM_SUBRESOURCES = frozenset({"log", "exec", "attach", "portforward"})
 #: the access reviews (kctl.kubeapi.authz.reviews), by resource

@@ -7,7 +7,7 @@ its row function; a custom kind's `additionalPrinterColumns` through kctl.output
 kubectl prints through the HTTPS API what `kctl get` prints for the same store. Each row carries
 the object as `includeObject` asks: None, Metadata (a PartialObjectMetadata, the default) or the
 whole Object. A custom kind's columns come from its CRD: pass `columns` (`printer_columns(api, rt)`
-gives them), else they are looked up in the catalog kctl.kubeapi.catalog has cached for the kind.
+gives them), else they are looked up in the catalog kctl.kubeapi.discovery.catalog has cached for the kind.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def printer_columns(api: API, rt: ResourceType) -> tuple[PrinterColumn, ...] | N
     """A custom kind's printer columns from its CRD (None for a built-in kind); blocking, cached per catalog."""
     if not rt.is_custom:
         return None
-    from kctl.kubeapi.catalog import catalog_of
+    from kctl.kubeapi.discovery.catalog import catalog_of
 
     return _columns_in(catalog_of(api).find(rt.group, rt.version, rt.kind), rt)
 
@@ -78,7 +78,7 @@ def _columns_in(served: object, rt: ResourceType) -> tuple[PrinterColumn, ...]:
 
 
 def _cached_columns(rt: ResourceType) -> tuple[PrinterColumn, ...]:
-    from kctl.kubeapi.catalog import cached_resource
+    from kctl.kubeapi.discovery.catalog import cached_resource
 
     return _columns_in(cached_resource(rt), rt)
 

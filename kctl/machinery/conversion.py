@@ -6,7 +6,7 @@ converters (one module per converted kind: kctl.machinery.hpaconversion) do the 
 Callers: the Registry (kctl.machinery.resources) maps an extra version's apiVersion+kind to the
 stored kind's ResourceType; the API server (kctl.apiserver.server) converts what a client
 writes with `to_storage` before admission; the HTTPS API (kctl.kubeapi) serves the extra
-versions' paths and converts answers with `convert`; discovery lists them (kctl.kubeapi.catalog).
+versions' paths and converts answers with `convert`; discovery lists them (kctl.kubeapi.discovery.catalog).
 """
 
 from __future__ import annotations

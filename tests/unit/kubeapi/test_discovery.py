@@ -1,13 +1,13 @@
-"""API discovery of the HTTPS API (kctl.kubeapi.discovery, kctl.kubeapi.catalog): what kubectl and client libraries
-read before they act."""
+"""API discovery of the HTTPS API (kctl.kubeapi.discovery.groups, kctl.kubeapi.discovery.catalog): what kubectl
+and client libraries read before they act."""
 
 from __future__ import annotations
 
 import pytest
 from kubeapi_crds import crontab_crd
 
-from kctl.kubeapi import catalog as catalog_module
-from kctl.kubeapi import discovery
+from kctl.kubeapi.discovery import catalog as catalog_module
+from kctl.kubeapi.discovery import groups as discovery
 from kctl.machinery.resources import builtin_registry
 
 AGGREGATED_ACCEPT = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"

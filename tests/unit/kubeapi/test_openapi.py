@@ -1,5 +1,5 @@
-"""OpenAPI of the HTTPS API (kctl.kubeapi.openapi, kctl.kubeapi.openapischemas): kubectl explain, client-side
-apply's strategic merge patch, edit, and the documents themselves."""
+"""OpenAPI of the HTTPS API (kctl.kubeapi.discovery.openapi, kctl.kubeapi.discovery.openapischemas): kubectl
+explain, client-side apply's strategic merge patch, edit, and the documents themselves."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 import pytest
 from kubeapi_crds import crontab, crontab_crd
 
-from kctl.kubeapi import openapischemas as oas
+from kctl.kubeapi.discovery import openapischemas as oas
 
 DEPLOYMENT = """\
 apiVersion: apps/v1
@@ -304,6 +304,6 @@ def test_builtin_definition_names_exist_in_the_shared_definitions():
 def test_protobuf_schema_wire_format(schema, wire):
     """Schema fields are written with gnostic's field numbers in protobuf's wire format; proto3 defaults are left
     out."""
-    from kctl.kubeapi import openapiproto
+    from kctl.kubeapi.discovery import openapiproto
 
     assert openapiproto._schema(schema) == wire

@@ -1,4 +1,5 @@
-"""/version and the health endpoints of the HTTPS API (kctl.kubeapi.version), as kube-apiserver answers them."""
+"""/version and the health endpoints of the HTTPS API (kctl.kubeapi.discovery.version), as kube-apiserver answers
+them."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 
 import pytest
 
-from kctl.kubeapi import version
+from kctl.kubeapi.discovery import version
 
 
 def test_git_version_is_kubernetes_semver_with_kctl_build_metadata():

@@ -1,7 +1,7 @@
 """API discovery of the HTTPS API: `/api`, `/api/v1`, `/apis`, `/apis/GROUP`, `/apis/GROUP/VERSION`.
 
 kctl.kubeapi.app's dispatch asks `handle(request, ctx)` for every non-resource path (None: not a
-discovery path). The documents come from the catalog (kctl.kubeapi.catalog: built-in kinds, the
+discovery path). The documents come from the catalog (kctl.kubeapi.discovery.catalog: built-in kinds, the
 stored CRDs' served versions, the virtual review kinds) and are the ones kube-apiserver serves:
 APIVersions, APIGroupList, APIGroup, APIResourceList (subresources as their own `pods/log`
 entries), and, when the client asks for it in `Accept` (kubectl 1.30+ and client-go do),
@@ -18,7 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
-from kctl.kubeapi.catalog import Catalog, ServedResource, catalog_for
+from kctl.kubeapi.discovery.catalog import Catalog, ServedResource, catalog_for
 
 __all__ = ["aggregated", "api_group", "api_group_list", "api_resource_list", "api_versions", "handle",
            "negotiate"]

@@ -1,6 +1,6 @@
 """kctl's JSON Schemas as the OpenAPI definitions kube-apiserver publishes (v2 `definitions`, v3 `components`).
 
-kctl.kubeapi.openapi builds /openapi/v2 and /openapi/v3 documents from these. A built-in kind's
+kctl.kubeapi.discovery.openapi builds /openapi/v2 and /openapi/v3 documents from these. A built-in kind's
 schema (schemas/*.json, JSON Schema 2020-12 with shared `$defs`) is turned back into the OpenAPI
 dialect Kubernetes serves: `type: [T, "null"]` becomes `type: T`, IntOrString and Quantity get
 Kubernetes' string forms, `$ref`s point at `#/definitions/` (v2) or `#/components/schemas/` (v3,

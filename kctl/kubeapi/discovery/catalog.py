@@ -1,7 +1,7 @@
 """What the HTTPS API serves, kind by kind: verbs, scope, short names, categories and subresources.
 
 One `Catalog` is built from the API's registry (built-in kinds plus the stored CRDs' served
-versions) and the CRD objects; discovery (kctl.kubeapi.discovery), OpenAPI (kctl.kubeapi.openapi)
+versions) and the CRD objects; discovery (kctl.kubeapi.discovery.groups), OpenAPI (kctl.kubeapi.discovery.openapi)
 and Table (kctl.kubeapi.table, for a custom kind's printer columns) read it. `catalog_for(ctx)`
 caches it per registry object: the APIServer makes a new registry whenever a CRD changes, so a
 CRD created shows up at the next request.

@@ -1,6 +1,6 @@
 """The Swagger 2.0 document as gnostic's `openapi.v2.Document` protobuf, the form kubectl fetches /openapi/v2 in.
 
-kctl.kubeapi.openapi serves it when the Accept header asks for
+kctl.kubeapi.discovery.openapi serves it when the Accept header asks for
 `application/com.github.proto-openapi.spec.v2@v1.0+protobuf` (kubectl asks only for that: for
 client-side validation of what the server cannot check itself, e.g. a `kind: List` file, and for
 `kubectl explain --output plaintext-openapiv2`). `encode(document)` writes the protobuf wire format
@@ -166,7 +166,7 @@ def _path_item(item: dict) -> bytes:
 
 
 def encode(document: dict) -> bytes:
-    """The protobuf bytes of a Swagger 2.0 document (as kctl.kubeapi.openapi.v2_document builds it)."""
+    """The protobuf bytes of a Swagger 2.0 document (as kctl.kubeapi.discovery.openapi.v2_document builds it)."""
     info = document.get("info") or {}
     out = [_string(1, document.get("swagger")),
            _bytes(2, _string(1, info.get("title")) + _string(2, info.get("version")))]

@@ -1,8 +1,8 @@
 """OpenAPI of the HTTPS API: `/openapi/v2` and `/openapi/v3` (root and one document per group-version).
 
 kctl.kubeapi.app's dispatch asks `handle(request, ctx)` for every non-resource path (None: not an
-OpenAPI path). The documents are built from the catalog (kctl.kubeapi.catalog) and the schemas
-(kctl.kubeapi.openapischemas: schemas/*.json for built-ins, a CRD's openAPIV3Schema for its
+OpenAPI path). The documents are built from the catalog (kctl.kubeapi.discovery.catalog) and the schemas
+(kctl.kubeapi.discovery.openapischemas: schemas/*.json for built-ins, a CRD's openAPIV3Schema for its
 kinds), once per catalog, so a CRD created shows up at the next request.
 
 What kubectl 1.32 reads from them: `kubectl explain` walks `/openapi/v3/apis/G/V`'s
@@ -11,7 +11,7 @@ client-side `apply`/`edit`/`diff` compute a strategic merge patch from the same 
 extensions when the kind's PATCH operation accepts `application/strategic-merge-patch+json`
 (custom kinds' do not: they get JSON merge patches, as from Kubernetes); and `--validate=strict`
 leaves validation to the server when the PATCH operation lists the `fieldValidation` query
-parameter. `/openapi/v2` is JSON, or gnostic's protobuf (kctl.kubeapi.openapiproto) for kubectl, which
+parameter. `/openapi/v2` is JSON, or gnostic's protobuf (kctl.kubeapi.discovery.openapiproto) for kubectl, which
 fetches it only to validate on the client what the server cannot (a `kind: List` file) and for
 `explain --output plaintext-openapiv2`; other media types get 406. The v3 root lists each group-version at
 `/openapi/v3/<path>?hash=H` (H: the document's hash; such a URL is immutable and cached by
@@ -28,9 +28,9 @@ from typing import Any, Callable
 
 from aiohttp import web
 
-from kctl.kubeapi import openapiproto
-from kctl.kubeapi import openapischemas as oas
-from kctl.kubeapi.catalog import Catalog, ServedResource, catalog_for
+from kctl.kubeapi.discovery import openapiproto
+from kctl.kubeapi.discovery import openapischemas as oas
+from kctl.kubeapi.discovery.catalog import Catalog, ServedResource, catalog_for
 
 __all__ = ["handle", "v2_document", "v3_document", "v3_root"]
 
@@ -251,7 +251,7 @@ def _definitions(catalog: Catalog, *, v3: bool) -> dict[str, dict]:
 
 
 def _info() -> dict:
-    from kctl.kubeapi.version import git_version
+    from kctl.kubeapi.discovery.version import git_version
 
     return {"title": "Kubernetes", "version": git_version()}
 
