@@ -46,9 +46,10 @@ def agent(server):
     """A stand-in node agent: removes every pod marked for deletion until the test ends."""
     stop = threading.Event()
     rt = server.resource("pods")
+    since = server.revision()  # before the thread starts: a deletion made while it starts is not missed
 
     def run():
-        for _type, obj in server.watch(rt, since=server.store.revision(), stop=stop):
+        for _type, obj in server.watch(rt, since=since, stop=stop):
             meta = obj["metadata"]
             if _type != "DELETED" and meta.get("deletionTimestamp"):
                 try:

@@ -86,9 +86,9 @@ def test_deployment_through_apps_v1(api_client):
     assert apps.read_namespaced_deployment("web", "default").spec.replicas == 3
 
 
-def test_custom_resources_through_the_dynamic_client(api_client):
+def test_custom_resources_through_the_dynamic_client(api_client, tmp_path):
     """A CRD created over the API serves its kind at once: the dynamic client creates, lists and deletes them."""
-    dyn = dynamic.DynamicClient(api_client)
+    dyn = dynamic.DynamicClient(api_client, cache_file=str(tmp_path / "discovery.json"))  # not /tmp/osrcp-*.json
     crds = dyn.resources.get(api_version="apiextensions.k8s.io/v1", kind="CustomResourceDefinition")
     crds.create(body=CRD)
     deadline = time.monotonic() + WAIT
