@@ -1,10 +1,9 @@
-"""Private key material on disk: a 0700 folder, 0600 files written atomically, an flock per folder.
+"""Private key material on disk: a 0700 folder beside the store, an flock per folder.
 
 Used by kctl.apiserver.tokens (the ServiceAccount signing key) and kctl.kubeapi.pki (the
 cluster CA, serving and client certificates), which keep their files in `<store>.pki/`
-beside the store. A file is written to a temporary name in the same folder, flushed to disk
-and renamed over the old one, so a reader (or a process killed mid-write) never sees half a
-key. Several daemons on one store serialise their checks-and-writes with `locked(folder)`.
+beside the store; each file is written atomically, 0600, by kctl.store.privatefiles.write_private.
+Several daemons on one store serialise their checks-and-writes with `locked(folder)`.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import secrets
 from pathlib import Path
 from typing import Iterator
 
@@ -46,26 +44,4 @@ def locked(folder: Path) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-def write_private(path: Path, data: bytes) -> None:
-    """Write data to path atomically, mode 0600 (a temporary file renamed over it after fsync)."""
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):  # the rename is durable once the folder is synced
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-
-
-__all__ = ["LOCK_NAME", "locked", "pki_dir", "private_dir", "write_private"]
+__all__ = ["LOCK_NAME", "locked", "pki_dir", "private_dir"]

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kctl.apiserver import keyfiles
+from kctl.store.privatefiles import write_private
 from kctl.machinery.errors import APIError, Conflict, FieldError, Invalid, NotFound
 
 if TYPE_CHECKING:
@@ -128,9 +129,9 @@ def ensure_signing_key(folder: Path) -> None:
             key = _load_private(folder / SA_KEY)
         else:
             key = ec.generate_private_key(ec.SECP256R1())
-            keyfiles.write_private(folder / SA_KEY, key.private_bytes(
+            write_private(folder / SA_KEY, key.private_bytes(
                 serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
-        keyfiles.write_private(folder / SA_PUB, key.public_key().public_bytes(
+        write_private(folder / SA_PUB, key.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
 
 

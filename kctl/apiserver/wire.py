@@ -103,13 +103,10 @@ def decode_field_selector(data: dict | None):
 def _error_classes() -> dict[str, type[APIError]]:
     classes = {name: cls for name, cls in vars(errors).items()
                if isinstance(cls, type) and issubclass(cls, APIError)}
-    classes["ServerUnavailable"] = ServerUnavailable
-    try:
-        from kctl.store.contract import StoreError
+    from kctl.machinery.managedfields import ApplyConflict
+    from kctl.store.contract import StoreError
 
-        classes["StoreError"] = StoreError
-    except ImportError:  # pragma: no cover - the store module always exists
-        pass
+    classes.update(ServerUnavailable=ServerUnavailable, StoreError=StoreError, ApplyConflict=ApplyConflict)
     return classes
 
 

@@ -12,6 +12,7 @@ kctl.daemon.clusterdns runs one over the daemon's shared informers (docs/network
 
 from __future__ import annotations
 
+import errno
 import logging
 import socket
 import threading
@@ -197,6 +198,10 @@ def _udp_server_class():
     return PktinfoUDPServer
 
 
+#: how many UDP ports (port 0) are tried before one whose number is free for TCP too
+PORT_PAIR_ATTEMPTS = 20
+
+
 class ClusterDNS:
     """A UDP and a TCP server on one address and port, answering through a ClusterResolver."""
 
@@ -209,15 +214,20 @@ class ClusterDNS:
         chosen = host_nameservers() if upstreams is None else list(upstreams)
         self.resolver = ClusterResolver(view, zone=zone, upstreams=[u for u in chosen if u not in own], allow=allow)
         logger = _QuietLogger()
-        self._udp = DNSServer(self.resolver, address=address, port=port, logger=logger, server=_udp_server_class())
-        # port 0: the TCP server takes the port the UDP one was given
-        self.port = self._udp.server.server_address[1]
         self.address = address
-        try:
-            self._tcp = DNSServer(self.resolver, address=address, port=self.port, tcp=True, logger=logger)
-        except OSError:
-            self._udp.server.server_close()
-            raise
+        # port 0: the TCP server takes the port the UDP one was given; another process may hold that port for
+        # TCP, so a free pair is looked for a few times (a port asked for explicitly is tried once)
+        for attempt in range(1 if port else PORT_PAIR_ATTEMPTS):
+            self._udp = DNSServer(self.resolver, address=address, port=port, logger=logger,
+                                  server=_udp_server_class())
+            self.port = self._udp.server.server_address[1]
+            try:
+                self._tcp = DNSServer(self.resolver, address=address, port=self.port, tcp=True, logger=logger)
+                break
+            except OSError as exc:
+                self._udp.server.server_close()
+                if port or exc.errno != errno.EADDRINUSE or attempt == PORT_PAIR_ATTEMPTS - 1:
+                    raise
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from kctl.apiserver import keyfiles, tokens
+from kctl.store.privatefiles import write_private
 
 if TYPE_CHECKING:
     from cryptography import x509
@@ -178,8 +179,8 @@ class PKI:
 
     def _write_pair(self, pair: _Pair, cert: x509.Certificate, key: Any) -> None:
         """The key first, then the certificate (each atomic; a pair left half-written is remade by `_due`)."""
-        keyfiles.write_private(pair.key, _key_pem(key))
-        keyfiles.write_private(pair.crt, _cert_pem(cert))
+        write_private(pair.key, _key_pem(key))
+        write_private(pair.crt, _cert_pem(cert))
 
     # -- using it ----------------------------------------------------------------------------
 

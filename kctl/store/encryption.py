@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import json
 import os
 import secrets as _secrets
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kctl.store.contract import ENCRYPTED_KINDS, StoreError  # noqa: F401  (the kinds sealed, kept by the contract)
+from kctl.store.privatefiles import write_private
 
 if TYPE_CHECKING:  # the crypto library is imported only when a Secret is sealed or opened
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -138,24 +138,7 @@ def _key(where: str, item: object) -> Key:
 
 def write_key_file(path: Path, keys: list[Key], *, replace: bool) -> bool:
     """Write keys to path atomically (0600). replace=False never overwrites: returns False if it exists."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{_secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(render(keys))
-            f.flush()
-            os.fsync(f.fileno())
-        if replace:
-            os.replace(tmp, path)
-            return True
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            return False
-        return True
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+    return write_private(path, render(keys), replace=replace)
 
 
 class KeyRing:

@@ -20,13 +20,12 @@ from typing import TYPE_CHECKING, Callable
 
 from kctl.apiserver.rest.status import error_of
 from kctl.apiserver.wire import ServerUnavailable
+from kctl.machinery.remotecommand import CLOSE as CLOSE_CHANNEL
+from kctl.machinery.remotecommand import ERROR, PROTOCOLS, STDERR, STDIN, STDOUT, exit_code_of
 
 if TYPE_CHECKING:
     import ssl
 
-STDIN, STDOUT, STDERR, ERROR = 0, 1, 2, 3
-CLOSE_CHANNEL = 255
-PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 #: the largest stdin piece one message carries
 CHUNK = 32 * 1024
 OP_CONT, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
@@ -120,20 +119,6 @@ def upgrade_request(host: str, target: str, headers: dict[str, str]) -> tuple[by
     return ("\r\n".join(lines) + "\r\n\r\n").encode(), key
 
 
-def exit_code_of(status: dict) -> int:
-    """The exit code the error channel's Status says (0 for Success; 1 for any other failure)."""
-    if status.get("status") == "Success":
-        return 0
-    if status.get("reason") == "NonZeroExitCode":
-        for cause in (status.get("details") or {}).get("causes") or ():
-            if cause.get("reason") == "ExitCode":
-                try:
-                    return int(cause.get("message"))
-                except (TypeError, ValueError):
-                    break
-    return 1
-
-
 def exec_over_websocket(sock: ssl.SSLSocket, host: str, target: str, headers: dict[str, str], *,
                         stdin: bytes | None, out: Callable[[bytes], None],
                         err: Callable[[bytes], None], failure: Callable[[str], None]) -> int:
@@ -197,4 +182,4 @@ def exec_over_websocket(sock: ssl.SSLSocket, host: str, target: str, headers: di
     return exit_code
 
 
-__all__ = ["PROTOCOLS", "exec_over_websocket", "exit_code_of", "frame", "read_message", "upgrade_request"]
+__all__ = ["exec_over_websocket", "frame", "read_message", "upgrade_request"]

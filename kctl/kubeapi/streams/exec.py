@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from aiohttp import WSMsgType, web
 
-from kctl.kubeapi.streams import wsproto
+from kctl.machinery import remotecommand
 from kctl.kubeapi.streams.pump import ThreadReader
 from kctl.machinery.errors import BadRequest
 from kctl.ops import podstreams
@@ -72,7 +72,7 @@ def is_websocket(request: web.Request) -> bool:
 
 def _upgrade_required() -> BadRequest:
     return BadRequest("Upgrade request required: kctl serves pods/exec, pods/attach over WebSocket "
-                      f"({', '.join(wsproto.PROTOCOLS)})")
+                      f"({', '.join(remotecommand.PROTOCOLS)})")
 
 
 async def _target(request: web.Request, ctx: ServerContext, info: RequestInfo, *,
@@ -97,11 +97,11 @@ async def _close_runtime(runtime: Any) -> None:
 
 async def _open(request: web.Request) -> tuple[web.WebSocketResponse, str]:
     """Upgrade to a WebSocket speaking the best protocol both sides know."""
-    protocol = wsproto.negotiate(request.headers.get("Sec-WebSocket-Protocol"))
+    protocol = remotecommand.negotiate(request.headers.get("Sec-WebSocket-Protocol"))
     if protocol is None:
-        offer = ", ".join(wsproto.offered(request.headers.get("Sec-WebSocket-Protocol"))) or "none"
+        offer = ", ".join(remotecommand.offered(request.headers.get("Sec-WebSocket-Protocol"))) or "none"
         raise BadRequest(f"requested protocol(s) are not supported: [{offer}]; supports "
-                         f"[{', '.join(wsproto.PROTOCOLS)}]")
+                         f"[{', '.join(remotecommand.PROTOCOLS)}]")
     ws = web.WebSocketResponse(protocols=(protocol,), heartbeat=HEARTBEAT, max_msg_size=MAX_MESSAGE)
     await ws.prepare(request)
     return ws, protocol
@@ -121,14 +121,14 @@ async def handle_exec(request: web.Request, ctx: ServerContext, info: RequestInf
         try:
             session = await ctx.run(runtime.exec_session, instance.id, list(argv), stdin=stdin, tty=tty)
         except Exception as exc:  # noqa: BLE001 - the runtime's one line goes to the client's error channel
-            await _finish(ws, wsproto.failure(_one_line(exc)))
+            await _finish(ws, remotecommand.failure(_one_line(exc)))
             return ws
         try:
             await _pump(ws, session, stdout=stdout, stderr=stderr and not tty, name=f"kubeapi-exec-{info.name}")
             code = await asyncio.get_running_loop().run_in_executor(None, session.exit_code)
         finally:
             await asyncio.get_running_loop().run_in_executor(None, session.close)
-        await _finish(ws, wsproto.success() if code == 0 else wsproto.exit_status(code, list(argv)))
+        await _finish(ws, remotecommand.success() if code == 0 else remotecommand.exit_status(code, list(argv)))
         return ws
     finally:
         await _close_runtime(runtime)
@@ -150,14 +150,14 @@ async def handle_attach(request: web.Request, ctx: ServerContext, info: RequestI
             session = await ctx.run(runtime.attach_session, instance.id, stdin=attach_stdin, tty=has_tty,
                                     stdin_once=bool(spec.get("stdinOnce")))
         except Exception as exc:  # noqa: BLE001 - the runtime's one line goes to the client's error channel
-            await _finish(ws, wsproto.failure(_one_line(exc)))
+            await _finish(ws, remotecommand.failure(_one_line(exc)))
             return ws
         try:
             await _pump(ws, session, stdout=stdout, stderr=stderr and not has_tty,
                         name=f"kubeapi-attach-{info.name}")
         finally:
             await asyncio.get_running_loop().run_in_executor(None, session.close)
-        await _finish(ws, wsproto.success())
+        await _finish(ws, remotecommand.success())
         return ws
     finally:
         await _close_runtime(runtime)
@@ -176,7 +176,8 @@ async def _pump(ws: web.WebSocketResponse, session: ExecSession, *, stdout: bool
                 return
             stream, data = piece
             if (stream == 1 and stdout) or (stream == 2 and stderr):
-                await ws.send_bytes(wsproto.encode(wsproto.STDOUT if stream == 1 else wsproto.STDERR, data))
+                channel = remotecommand.STDOUT if stream == 1 else remotecommand.STDERR
+                await ws.send_bytes(remotecommand.encode(channel, data))
     except ConnectionError:  # the client left while output was on its way
         await loop.run_in_executor(None, session.close)
     finally:
@@ -192,16 +193,16 @@ async def _input(ws: web.WebSocketResponse, session: ExecSession) -> None:
     async for message in ws:
         if message.type not in (WSMsgType.BINARY, WSMsgType.TEXT):
             continue
-        decoded = wsproto.decode(message.data)
+        decoded = remotecommand.decode(message.data)
         if decoded is None:
             continue
         channel, data = decoded
-        if channel == wsproto.STDIN and data:
+        if channel == remotecommand.STDIN and data:
             await loop.run_in_executor(None, session.write, data)
-        elif channel == wsproto.CLOSE and data[:1] == bytes((wsproto.STDIN,)):
+        elif channel == remotecommand.CLOSE and data[:1] == bytes((remotecommand.STDIN,)):
             await loop.run_in_executor(None, session.close_stdin)
-        elif channel == wsproto.RESIZE:
-            size = wsproto.resize_of(data)
+        elif channel == remotecommand.RESIZE:
+            size = remotecommand.resize_of(data)
             if size is not None:
                 await loop.run_in_executor(None, session.resize, *size)
     await loop.run_in_executor(None, session.close)  # the client closed the socket: end the command
@@ -211,7 +212,7 @@ async def _finish(ws: web.WebSocketResponse, status: dict) -> None:
     """Send the error channel's Status and close the socket (quietly when the client already left)."""
     with contextlib.suppress(ConnectionError, RuntimeError):
         if not ws.closed:
-            await ws.send_bytes(wsproto.status_message(status))
+            await ws.send_bytes(remotecommand.status_message(status))
     with contextlib.suppress(ConnectionError, RuntimeError):
         await ws.close()
 

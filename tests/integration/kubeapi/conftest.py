@@ -169,7 +169,7 @@ def _quietly(call: Callable[[str], object], arg: str) -> None:
 def kube_daemon(podman_service, tmp_path_factory) -> Iterator[KubeDaemon]:
     """`kctl daemon --listen 127.0.0.1:<free port>` on the private Podman, serving, its node Ready."""
     if not Path(KUBECTL).exists():
-        pytest.skip("kubectl is not installed")
+        pytest.fail(f"kubectl is needed at {KUBECTL}: the real client these tests run (this machine kind has it)")
     folder = tmp_path_factory.mktemp("kube-daemon")
     daemon = KubeDaemon(store=folder / "kctl.db", podman_url=podman_service.url, port=free_port(), folder=folder)
     daemon.start()

@@ -375,11 +375,12 @@ def remote(api):
 
 
 def test_apply_server_side_over_the_wire(api, remote):
-    """The SSH protocol carries apply_server_side and its conflict (409, the same message)."""
+    """The SSH protocol carries apply_server_side and its conflict (409, the same class, message and fields)."""
     deployments = remote.resource("deployments")
     stored = remote.apply_server_side(deployments, "web", _deployment(), field_manager="kubectl")
     assert set(_entries(stored)) == {("kubectl", "Apply")}
-    with pytest.raises(APIError) as caught:
+    with pytest.raises(ApplyConflict) as caught:
         remote.apply_server_side(deployments, "web", _deployment(replicas=9), field_manager="other")
     assert caught.value.code == 409
     assert caught.value.message == 'Apply failed with 1 conflict: conflict with "kubectl": .spec.replicas'
+    assert [c.path for c in caught.value.causes] == [".spec.replicas"]

@@ -186,6 +186,8 @@ def test_a_prebound_claim_that_does_not_fit_its_volume_is_refused(api):
     _claim(api, size="5Gi", storageClassName="", volumeName="small")
     with running(api, [PersistentVolumeBinder()]):
         event = wait_for(lambda: _events(api, "VolumeMismatch"), what="VolumeMismatch event")[0]
+        # the volume's own sync (Pending -> Available) may come after the claim's: wait for it, then check both
+        wait_for(lambda: _phase(api, "pv", "small") == "Available", what="volume Available")
     assert (event["type"], event["message"]) == \
         ("Warning", 'Cannot bind to requested volume "small": requested PV is too small')
     assert _phase(api, "pvc", "data") == "Pending" and _phase(api, "pv", "small") == "Available"

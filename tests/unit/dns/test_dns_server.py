@@ -98,3 +98,28 @@ def test_host_nameservers(tmp_path: Path) -> None:
     conf.write_text("# generated\nsearch example.com\nnameserver 192.0.2.1\nnameserver 2001:db8::1\noptions ndots:2\n")
     assert host_nameservers(str(conf)) == [("192.0.2.1", 53), ("2001:db8::1", 53)]
     assert host_nameservers(str(tmp_path / "missing")) == []
+
+
+def test_port_zero_looks_again_when_the_udp_port_is_taken_for_tcp(monkeypatch) -> None:
+    """With port 0, a UDP port whose number another process holds for TCP is given back and another tried."""
+    import errno
+
+    import dnslib.server
+
+    real = dnslib.server.DNSServer
+    refused: list[int] = []
+
+    def server(*args, **kwargs):
+        if kwargs.get("tcp") and not refused:
+            refused.append(kwargs["port"])
+            raise OSError(errno.EADDRINUSE, "Address already in use")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(dnslib.server, "DNSServer", server)
+    dns = ClusterDNS(View(SERVICES), port=0, upstreams=[])
+    dns.start()
+    try:
+        assert refused and dns.port != 0
+        assert _ask(dns.port, "web.demo.svc.cluster.local", tcp=True).header.rcode == RCODE.NOERROR
+    finally:
+        dns.close()

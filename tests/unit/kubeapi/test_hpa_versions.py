@@ -9,14 +9,12 @@ from __future__ import annotations
 import json
 import shutil
 import textwrap
-from pathlib import Path
 
 import pytest
 
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
 V1 = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers"
 V2 = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers"
-needs_kubectl = pytest.mark.skipif(not Path(KUBECTL).exists(), reason="kubectl is not installed")
 
 DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
               "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
@@ -50,7 +48,6 @@ def _set_cpu_status(kubeapi, utilization: int) -> None:
     kubeapi.api.update_status(hpa)
 
 
-@needs_kubectl
 def test_kubectl_autoscale_creates_a_v2_hpa(kubeapi):
     """kubectl 1.32's autoscale (an autoscaling/v1 protobuf POST) creates the HPA, stored as v2 with the cpu metric."""
     kubeapi.api.create(DEPLOYMENT)
@@ -63,7 +60,6 @@ def test_kubectl_autoscale_creates_a_v2_hpa(kubeapi):
     assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
 
 
-@needs_kubectl
 def test_kubectl_get_hpa_prints_targets(kubeapi):
     """kubectl get hpa prints TARGETS `cpu: <unknown>/80%` before a status and `cpu: 45%/80%` after it."""
     kubeapi.api.create(DEPLOYMENT)
@@ -178,7 +174,6 @@ def test_discovery_lists_v1_with_v2_preferred(kubeapi):
     assert "horizontalpodautoscalers/status" in [r["name"] for r in resources]
 
 
-@needs_kubectl
 def test_kubectl_apply_v1_manifest_twice(kubeapi, tmp_path):
     """kubectl apply of a v1 manifest creates the HPA, a second apply leaves it unchanged, a change configures it."""
     manifest = tmp_path / "hpa.yaml"
@@ -202,7 +197,8 @@ def test_kubectl_apply_v1_manifest_twice(kubeapi, tmp_path):
 
 def test_python_client_autoscaling_v1(kubeapi):
     """The official Python client's AutoscalingV1Api reads the HPA at v1 (target_cpu_utilization_percentage)."""
-    kubernetes = pytest.importorskip("kubernetes")
+    import kubernetes
+
     kubeapi.api.create(V1_HPA)
     api_client = kubernetes.config.new_client_from_config(config_file=str(kubeapi.kubeconfig))
     try:
@@ -215,7 +211,6 @@ def test_python_client_autoscaling_v1(kubeapi):
     assert hpa.spec.max_replicas == 5
 
 
-@needs_kubectl
 def test_kubectl_explain_at_v1(kubeapi):
     """OpenAPI serves the v1 schema: kubectl explain at autoscaling/v1 shows targetCPUUtilizationPercentage."""
     out = _ok(kubeapi.kubectl("explain", "hpa.spec", "--api-version=autoscaling/v1"))
@@ -223,7 +218,6 @@ def test_kubectl_explain_at_v1(kubeapi):
     assert "metrics" not in out.split("FIELDS:")[-1]
 
 
-@needs_kubectl
 def test_kubectl_create_v1_with_unknown_field_is_strict_error(kubeapi):
     """kubectl create of a v1 HPA with an unknown spec field is refused by strict field validation, naming it."""
     body = {**V1_HPA, "spec": {**V1_HPA["spec"], "bogus": 1}}

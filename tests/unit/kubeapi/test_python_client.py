@@ -5,11 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
-
-kubernetes = pytest.importorskip("kubernetes")
-
-from kubernetes import client, config, dynamic, watch  # noqa: E402
-from kubernetes.client.rest import ApiException  # noqa: E402
+from kubernetes import client, config, dynamic, watch
+from kubernetes.client.rest import ApiException
 
 #: seconds a test waits for what must come (generous: a loaded 2-core machine)
 WAIT = 30.0

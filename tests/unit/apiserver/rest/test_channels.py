@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from kctl.apiserver.rest import channels
+from kctl.machinery import remotecommand
 from kctl.machinery.errors import BadRequest
 
 WAIT = 20.0
@@ -49,7 +50,7 @@ def test_client_frames_are_masked_and_read_back(size):
 ], ids=["success", "exit-code", "failure"])
 def test_exit_code_of_the_error_channel(status, code):
     """The error channel's Status gives the command's exit code."""
-    assert channels.exit_code_of(status) == code
+    assert remotecommand.exit_code_of(status) == code
 
 
 def fake_exec_server(sock: socket.socket, *, status_line: str, got: dict) -> None:

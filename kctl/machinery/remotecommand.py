@@ -1,6 +1,7 @@
-"""Kubernetes' channel protocol over a WebSocket (`v5.channel.k8s.io`, `v4.channel.k8s.io`), pure functions.
+"""Kubernetes' remote-command channel protocol over a WebSocket (`v5.channel.k8s.io`, `v4.channel.k8s.io`).
 
-kctl.kubeapi.streams.exec (pods/exec, pods/attach) frames and reads messages with these. Each
+Both ends speak it with these pure functions: the server (kctl.kubeapi.streams.exec: pods/exec,
+pods/attach) and kctl's own client (kctl.apiserver.rest.channels: `kctl exec` over HTTPS). Each
 message is one channel byte and its data: 0 stdin (client to server), 1 stdout, 2 stderr,
 3 error (the server's last word: a v1 Status, `Success` or `Failure`; a non-zero exit is reason
 `NonZeroExitCode` with the code in details.causes[0].message), 4 resize (the client's terminal size,
@@ -73,6 +74,20 @@ def exit_status(code: int, argv: list[str]) -> dict[str, Any]:
             "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]}}
 
 
+def exit_code_of(status: dict) -> int:
+    """The exit code an error channel's Status says (0 for Success; 1 for any other failure)."""
+    if status.get("status") == "Success":
+        return 0
+    if status.get("reason") == "NonZeroExitCode":
+        for cause in (status.get("details") or {}).get("causes") or ():
+            if cause.get("reason") == "ExitCode":
+                try:
+                    return int(cause.get("message"))
+                except (TypeError, ValueError):
+                    break
+    return 1
+
+
 def failure(message: str) -> dict[str, Any]:
     """The error channel's Status of a stream that failed on the server (Kubernetes' InternalError)."""
     return {"metadata": {}, "status": "Failure", "message": f"Internal error occurred: {message}",
@@ -85,4 +100,4 @@ def status_message(status: dict[str, Any]) -> bytes:
 
 
 __all__ = ["CLOSE", "ERROR", "PROTOCOLS", "RESIZE", "STDERR", "STDIN", "STDOUT", "V4", "V5", "decode", "encode",
-           "exit_status", "failure", "negotiate", "offered", "resize_of", "status_message", "success"]
+           "exit_code_of", "exit_status", "failure", "negotiate", "offered", "resize_of", "status_message", "success"]

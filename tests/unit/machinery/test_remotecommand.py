@@ -1,4 +1,4 @@
-"""The channel protocol of pods/exec and pods/attach (kctl.kubeapi.streams.wsproto): framing, negotiation, Status."""
+"""The channel protocol of pods/exec and pods/attach (kctl.machinery.remotecommand): framing, negotiation, Status."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kctl.kubeapi.streams import wsproto
+from kctl.machinery import remotecommand
 
 
 @pytest.mark.parametrize(("header", "chosen"), [
@@ -19,7 +19,7 @@ from kctl.kubeapi.streams import wsproto
 ], ids=["kubectl", "client-order", "skips-unknown", "unsupported", "empty", "absent"])
 def test_negotiate_takes_the_clients_first_served_protocol(header: str | None, chosen: str | None) -> None:
     """The first protocol of the client's offer that the server speaks is answered."""
-    assert wsproto.negotiate(header) == chosen
+    assert remotecommand.negotiate(header) == chosen
 
 
 @pytest.mark.parametrize(("message", "decoded"), [
@@ -32,12 +32,12 @@ def test_negotiate_takes_the_clients_first_served_protocol(header: str | None, c
 ], ids=["stdin", "close-stdin", "resize", "text-frame", "empty-binary", "empty-text"])
 def test_decode_reads_the_channel_byte(message: bytes | str, decoded: tuple[int, bytes] | None) -> None:
     """Binary and text messages carry their channel first; empty ones carry nothing."""
-    assert wsproto.decode(message) == decoded
+    assert remotecommand.decode(message) == decoded
 
 
 def test_encode_prefixes_the_channel() -> None:
     """A server message is the channel byte then the data."""
-    assert wsproto.encode(wsproto.STDERR, b"oops") == b"\x02oops"
+    assert remotecommand.encode(remotecommand.STDERR, b"oops") == b"\x02oops"
 
 
 @pytest.mark.parametrize(("data", "size"), [
@@ -48,15 +48,16 @@ def test_encode_prefixes_the_channel() -> None:
 ], ids=["size", "zero", "not-json", "not-object"])
 def test_resize_messages(data: bytes, size: tuple[int, int] | None) -> None:
     """A resize message gives (width, height); anything else is ignored."""
-    assert wsproto.resize_of(data) == size
+    assert remotecommand.resize_of(data) == size
 
 
 def test_statuses_as_the_kubelet_writes_them() -> None:
     """Success, a non-zero exit (reason NonZeroExitCode, the code as the ExitCode cause) and a failure."""
-    assert json.loads(wsproto.status_message(wsproto.success())[1:]) == {"metadata": {}, "status": "Success"}
-    failed = json.loads(wsproto.status_message(wsproto.exit_status(3, ["sh", "-c", "exit 3"]))[1:])
+    succeeded = json.loads(remotecommand.status_message(remotecommand.success())[1:])
+    assert succeeded == {"metadata": {}, "status": "Success"}
+    failed = json.loads(remotecommand.status_message(remotecommand.exit_status(3, ["sh", "-c", "exit 3"]))[1:])
     assert (failed["status"], failed["reason"], failed["details"]["causes"]) == \
         ("Failure", "NonZeroExitCode", [{"reason": "ExitCode", "message": "3"}])
-    assert wsproto.status_message(wsproto.success())[0] == wsproto.ERROR
-    broken = wsproto.failure("container gone")
+    assert remotecommand.status_message(remotecommand.success())[0] == remotecommand.ERROR
+    broken = remotecommand.failure("container gone")
     assert (broken["reason"], broken["code"]) == ("InternalError", 500) and "container gone" in broken["message"]
