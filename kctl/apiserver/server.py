@@ -140,8 +140,8 @@ class APIServer:
 
     @property
     def where(self) -> str:
-        """Where the store is (its path), as messages show it."""
-        return str(self.store.path)
+        """Where the store is (its path, or its etcd:// address), as messages show it."""
+        return self.store.where
 
     @property
     def local_path(self) -> str | None:

@@ -66,7 +66,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ContextManager, Iterator, Protocol
+from typing import Callable, ContextManager, Iterator, Protocol, TypeVar
 
 from kctl.machinery.errors import APIError
 
@@ -75,8 +75,28 @@ from kctl.machinery.errors import APIError
 ENCRYPTED_KINDS = frozenset({"Secret"})
 
 
+T = TypeVar("T")
+
+
 class StoreError(APIError):
     """The store cannot be opened or used (not a kctl store, unreadable, corrupt, unreachable)."""
+
+
+class CommitConflict(StoreError):
+    """An optimistic backend's commit found that something the transaction read changed meanwhile.
+
+    Nothing was written. `Store.transact` runs the transaction again; only a caller of the
+    single-attempt `Store.transaction()` on such a backend sees it.
+    """
+
+    reason, code = "Conflict", 409
+
+
+class StoreUnavailable(StoreError):
+    """The backend does not answer (etcd: members unreachable, quorum lost). The message names what is
+    lost; for a write it says whether its outcome is unknown (a timed-out etcd write may still apply)."""
+
+    reason, code = "ServiceUnavailable", 503
 
 
 @dataclass(frozen=True)
@@ -132,6 +152,11 @@ class Store(Protocol):
 
     path: Path
 
+    @property
+    def where(self) -> str:
+        """How messages name the store: SQLite its file's path; etcd its etcd:// address."""
+        ...
+
     # -- reads -------------------------------------------------------------------------
 
     def revision(self) -> int:
@@ -169,8 +194,26 @@ class Store(Protocol):
 
     # -- writes ------------------------------------------------------------------------
 
+    #: the most object writes (puts + deletes) one transaction may hold; None: no limit (SQLite).
+    #: etcd bounds a transaction's operations (--max-txn-ops, 128 by default): callers with more
+    #: independent writes split them into transactions of this size
+    max_writes_per_transaction: int | None
+
     def transaction(self) -> ContextManager[Transaction]:
-        """A serializable, all-or-nothing write transaction; nested calls are savepoints of the outer one."""
+        """A serializable, all-or-nothing write transaction; nested calls are savepoints of the outer one.
+
+        One attempt: an optimistic backend (etcd) raises CommitConflict from the `with` when what the
+        transaction read changed before it committed. Code that must not fail so uses `transact`.
+        """
+        ...
+
+    def transact(self, fn: Callable[[Transaction], T]) -> T:
+        """fn(txn) in one transaction (as `transaction()`), run again after a CommitConflict; fn's result.
+
+        fn may therefore run more than once: it has no effect outside txn but its return value (it
+        starts from scratch each time). An exception from fn rolls back and propagates (a dry run
+        raises one on purpose). SQLite runs fn once (a conflicting writer waits instead).
+        """
         ...
 
     # -- the change log ----------------------------------------------------------------

@@ -33,7 +33,7 @@ import stat
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from orjson import loads as _fast_loads
 
@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from kctl.store.encryption import KeyRing
 
 log = logging.getLogger("kctl.store")
+
+T = TypeVar("T")
 
 SCHEMA_VERSION = 3
 #: change-log entries kept behind the head before compaction may drop them
@@ -293,6 +295,7 @@ class Store:
         self.history = history
         self.compact_batch = compact_batch
         self.page_bytes = page_bytes
+        self.max_writes_per_transaction: int | None = None  # no limit
         self._local = threading.local()
         self._wake = threading.Condition()
         #: bumped on every commit seen (this process's at once, others' by the tail); watchers wait on it
@@ -345,6 +348,11 @@ class Store:
             self._local.conn = None
 
     # -- encryption of Secrets -----------------------------------------------------------
+
+    @property
+    def where(self) -> str:
+        """The store's file, as messages name it."""
+        return str(self.path)
 
     @property
     def key_path(self) -> Path:
@@ -549,6 +557,11 @@ class Store:
             self._changed(txn.changes[-1].revision)
             if backlog > self.history + self.compact_batch:
                 self.compact(max_rows=self.compact_batch)
+
+    def transact(self, fn: Callable[[Transaction], T]) -> T:
+        """fn(txn) in one transaction (the contract's; SQLite never needs to run it again)."""
+        with self.transaction() as txn:
+            return fn(txn)
 
     # -- the change log ----------------------------------------------------------------
 
