@@ -16,6 +16,7 @@ help:
 	@echo "make test-faults - the fault suite on the test bed (cuts, a partition, a re-keyed host; root)"
 	@echo "make bench  - run the benchmarks (figures go to docs/benchmarks.md)"
 	@echo "make testbed-up   - start 3 Podman hosts reached over SSH on this machine (network namespaces; root)"
+	@echo "                    CONTROL=3: also 3 control hosts running a 3-member etcd cluster (docs/ha.md)"
 	@echo "make testbed-down - remove the test bed (its hosts, containers, links and folder)"
 
 $(STAMP): pyproject.toml
@@ -62,9 +63,11 @@ bench-agent: system $(STAMP)
 	$(BIN)/python benchmarks/agent.py
 
 # Several hosts on this machine for trying kctl's multi-host side (kctl/testing/testbed.py);
-# it prints the `kctl node add` lines. Its folder: .state/testbed.
+# it prints the `kctl node add` lines. Its folder: .state/testbed. CONTROL=3 adds control hosts
+# c1-c3 with a 3-member TLS etcd cluster and prints the --store etcd://... and daemon lines.
+CONTROL ?= 0
 testbed-up: system $(STAMP)
-	$(BIN)/python -m kctl.testing.testbed up -n 3
+	$(BIN)/python -m kctl.testing.testbed up -n 3 --control $(CONTROL)
 
 testbed-down: $(STAMP)
 	$(BIN)/python -m kctl.testing.testbed down

@@ -4,7 +4,9 @@ Run with `make bench` (or `.venv/bin/python benchmarks/run.py [--quick]`). Print
 Markdown table of medians; docs/benchmarks.md records a run and this command. These
 machines are noisy: compare the ratios, not the absolute figures. As root (with nft and
 unshare), also one kube-proxy rule sync (benchmarks/services.py's `nft_sync`; that file's
-test-bed measurements run by hand).
+test-bed measurements run by hand). With etcd installed (/usr/bin/etcd, issue 17), also
+the store on a 3-member etcd cluster beside SQLite (benchmarks/store_backends.py, one round;
+run that file for more rounds), printed as a second table.
 """
 
 from __future__ import annotations
@@ -228,6 +230,12 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for row in rows:
         print("| " + " | ".join(row) + " |")
+    if shutil.which("etcd"):
+        import store_backends  # benchmarks/store_backends.py: SQLite and etcd side by side
+
+        counts = {"n": 160, "watch_n": 50, "get_runs": 3} if args.quick else {"n": 800, "watch_n": 300, "get_runs": 7}
+        print("\nThe store on etcd (3 members, TLS) beside SQLite (benchmarks/store_backends.py):\n")
+        print("\n".join(store_backends.run(members=3, rounds=1, **counts)))
 
 
 if __name__ == "__main__":

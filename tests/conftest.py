@@ -1,6 +1,8 @@
-"""Fixtures shared by every test: a fresh store in a temporary folder, and the API over it."""
+"""Fixtures shared by every test: a fresh store in a temporary folder, the API over it, real etcd clusters."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -23,6 +25,36 @@ def api(store):
     server = APIServer(store, user="tester", warn=warnings.append)
     server.warnings = warnings
     return server
+
+
+def _etcd_cluster(tmp_path_factory, members: int):
+    """A started EtcdCluster of `members` (TLS) in a fresh folder; fails (not skips) without /usr/bin/etcd."""
+    from kctl.testing.etcdcluster import ETCD, EtcdCluster, EtcdClusterError
+
+    if not os.path.exists(ETCD):
+        pytest.fail(f"{ETCD} is missing: `make system` installs etcd-server (tools/install-system-deps.sh)")
+    cluster = EtcdCluster(tmp_path_factory.mktemp(f"etcd{members}-"), members=members, die_with_parent=True)
+    try:
+        cluster.start()
+    except EtcdClusterError as error:
+        pytest.fail(f"etcd cluster did not start: {error}")
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def etcd_cluster(tmp_path_factory):
+    """One single-member TLS etcd for the test session (each xdist worker its own); stores use fresh prefixes."""
+    cluster = _etcd_cluster(tmp_path_factory, 1)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def etcd_cluster3(tmp_path_factory):
+    """A three-member TLS etcd cluster for one test module (fault tests kill and restart its members)."""
+    cluster = _etcd_cluster(tmp_path_factory, 3)
+    yield cluster
+    cluster.stop()
 
 
 @pytest.fixture

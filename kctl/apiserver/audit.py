@@ -47,7 +47,8 @@ MESSAGE_LIMIT = 512
 #: kctl commands with sub-commands: their user agent names both words
 _GROUPS = frozenset({"rollout", "node", "sync", "image", "create", "set", "auth", "config"})
 #: root options of `kctl` that take a value (skipped when finding the command)
-_ROOT_OPTIONS = frozenset({"--store", "--server", "--identity"})
+_ROOT_OPTIONS = frozenset({"--store", "--server", "--identity", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile",
+                           "--etcd-state-dir"})
 
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 _client: contextvars.ContextVar[str | None] = contextvars.ContextVar("kctl_audit_client", default=None)

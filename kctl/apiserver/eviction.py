@@ -22,9 +22,10 @@ Unlike Kubernetes (a PDB status update, then a pod delete, each retried on Confl
 budget's update and the pod's deletion are ONE store transaction, so two evictions racing for
 the last allowed disruption cannot both pass. Admission for the pod's DELETE runs before the
 transaction (no lock held); a pod or budget that changed meanwhile is a Conflict, and the
-whole eviction is looked at again (bounded attempts, jittered back-off). The pod gets the
-DisruptionTarget condition (reason EvictionByEvictionAPI) as it is deleted. One audit event
-per eviction (verb create, subresource eviction).
+whole eviction is looked at again (bounded attempts, jittered back-off). The transaction is
+the store's `transact`, which an optimistic store (etcd) runs again when what it read changed
+before its commit. The pod gets the DisruptionTarget condition (reason EvictionByEvictionAPI)
+as it is deleted. One audit event per eviction (verb create, subresource eviction).
 """
 
 from __future__ import annotations
@@ -85,14 +86,23 @@ def _attempt(server: APIServer, ns: str, name: str, *, grace_period: int | None,
     pods = server.resource("pods")
     prepared = server._prepare_delete(pods, name, ns, propagation=None, grace_period=grace_period,
                                       resource_version=None, dry_run=dry_run)
+    from kctl.store.contract import CommitConflict
+
     box: list[str] = []
+
+    def decide(txn: Transaction) -> None:
+        box[:] = [_decide_and_delete(server, txn, prepared)]
+        if dry_run:
+            raise _DryRun()
+
     try:
-        with server.store.transaction() as txn:
-            box.append(_decide_and_delete(server, txn, prepared))
-            if dry_run:
-                raise _DryRun()
+        server.store.transact(decide)
     except _DryRun:
         pass
+    except CommitConflict:  # the store gave up retrying: look at the eviction again, as after a Conflict
+        from kctl.apiserver.server import _conflict
+
+        raise _conflict(prepared.rt, name) from None
     return box[0]
 
 

@@ -22,7 +22,7 @@ import inspect
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, BinaryIO, Callable
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable
 
 from kctl import __version__
 from kctl.apiserver import audit, wire
@@ -282,19 +282,21 @@ def _client_of(message: dict) -> str:
     return f"kctl/{__version__} (serve --stdio)"
 
 
-def serve(store_path: str | None, rfile: BinaryIO, wfile: BinaryIO, *, workers: int = WORKERS) -> None:
-    """Serve the API over the store at store_path (None: the default store) until rfile ends."""
+def serve(store_path: str | None, rfile: BinaryIO, wfile: BinaryIO, *, workers: int = WORKERS,
+          store_options: dict[str, Any] | None = None) -> None:
+    """Serve the API over the store at store_path (None: the default store; etcd://...: an etcd cluster, with
+    store_options as kctl.store.open.open_store takes them: tls, state_dir) until rfile ends."""
     from kctl.apiserver.server import APIServer
-    from kctl.store.sqlite import Store
+    from kctl.store.open import open_store
 
-    store = Store(store_path)
+    store = open_store(store_path, **(store_options or {}))
     try:
         Server(APIServer(store, warn=warn), rfile, wfile, workers=workers).run()
     finally:
         store.close()
 
 
-def serve_stdio(store_path: str | None) -> None:
+def serve_stdio(store_path: str | None, *, store_options: dict[str, Any] | None = None) -> None:
     """serve() on this process's stdin and stdout; anything else printing goes to stderr."""
     import os
     import sys
@@ -303,7 +305,7 @@ def serve_stdio(store_path: str | None) -> None:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must not corrupt the stream
     sys.stdout = sys.stderr
     try:
-        serve(store_path, sys.stdin.buffer, out)
+        serve(store_path, sys.stdin.buffer, out, store_options=store_options)
     finally:
         out.close()
 

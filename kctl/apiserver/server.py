@@ -15,6 +15,20 @@ a Conflict is prepared again, outside any transaction, and retried (a bounded nu
 times with a small jittered back-off), as kube-apiserver's GuaranteedUpdate does: an
 admission hook never runs while the SQLite write lock is held.
 
+Every transaction is the store's `transact(fn)`: an optimistic store (etcd) runs fn again
+from scratch when what it read changed before its commit, so each fn resets what it fills;
+a CommitConflict the store gives up on is the object's Conflict. A store that bounds its
+transactions (`max_writes_per_transaction`, etcd: 32) gets a non-atomic batch, and
+bind_all's bindings, in transactions of at most that many writes (counted as made: a
+Service is several); an atomic batch that needs more is refused with BadRequest before
+anything is written. StoreUnavailable (etcd's quorum lost) fails the writes not yet
+committed (a 503).
+
+On a store whose reads are remote (etcd), what every request reads (the CRDs of the registry,
+the admission hooks, Namespaces' labels, the admission plugins' lists) comes from watch-fed
+caches (kctl.apiserver.configcache; this server's own writes of those kinds are seen by its next
+request), and a transaction's reads are fetched in one round trip (the transaction's `prefetch`).
+
 Fields only the server sets (uid, creationTimestamp, resourceVersion, generation,
 deletionTimestamp, deletionGracePeriodSeconds, managedFields) are put back after
 admission, so a mutating hook can neither forge them nor delete an object. Size limits
@@ -43,8 +57,9 @@ from kctl.apiserver import audit, fieldmanager
 from kctl.machinery.managedfields import ApplyConflict
 from kctl.machinery import conversion, limits, typeinfo
 from kctl.machinery.resources import KCTL_GROUP, Registry, ResourceType, builtin_registry
+from kctl.apiserver.configcache import ConfigCache
 from kctl.apiserver.contract import Binding, WriteResult
-from kctl.store.contract import Store, Transaction
+from kctl.store.contract import CommitConflict, Store, StoreUnavailable, Transaction, TransactionTooLarge
 
 log = logging.getLogger("kctl.apiserver")
 
@@ -110,6 +125,8 @@ class APIServer:
         self._registry_key: tuple | None = None
         self._lock = threading.Lock()
         self._tls = threading.local()
+        #: watch-fed caches of the kinds read on every request, on a store whose reads are remote (etcd)
+        self._config = ConfigCache(store) if getattr(store, "reads_are_remote", False) else None
 
     @property
     def acting_user(self) -> str:
@@ -121,15 +138,17 @@ class APIServer:
 
     @property
     def registry(self) -> Registry:
-        """Built-in kinds plus those of the stored CustomResourceDefinitions."""
-        key = self.store.fingerprint(CRD_KIND)
+        """Built-in kinds plus those of the stored CustomResourceDefinitions (remote reads: of the CRD cache)."""
+        cache = self._config.cache(CRD_KIND) if self._config is not None else None
+        version = cache.fresh_version() if cache is not None else None
+        key = ("cache", version) if cache is not None and version is not None else self.store.fingerprint(CRD_KIND)
         with self._lock:
             if self._registry is None or key != self._registry_key:
                 registry = builtin_registry()
                 if key[0]:
                     from kctl.machinery.crd import crd_resource_types
 
-                    crds, _ = self.store.list(CRD_KIND)
+                    crds = cache.list() if key[0] == "cache" else self.store.list(CRD_KIND)[0]
                     for crd in crds:
                         if crd["metadata"].get("deletionTimestamp"):
                             continue
@@ -403,27 +422,38 @@ class APIServer:
         pending_namespaces: dict[str, dict] = {}
         verbs: dict[int, str] = {}
         prepared: dict[int, Prepared] = {}
-        for attempt in range(1, MAX_WRITE_ATTEMPTS + 1):
-            conflicts, prepared = self._write_round(ops, todo, results, pending_namespaces,
-                                                    namespace=namespace, dry_run=dry_run, atomic=atomic,
-                                                    verbs=verbs)
-            if not conflicts:
-                break
-            retryable = [i for i in conflicts if op_is_retryable(*ops[i])]
-            if len(retryable) < len(conflicts) or attempt == MAX_WRITE_ATTEMPTS:
-                for i in conflicts:
-                    results[i].error = _conflict(prepared[i].rt, prepared[i].name)
-                break
-            _backoff(attempt)
-            todo = list(range(len(ops))) if atomic else conflicts
+        try:
+            for attempt in range(1, MAX_WRITE_ATTEMPTS + 1):
+                conflicts, prepared = self._write_round(ops, todo, results, pending_namespaces,
+                                                        namespace=namespace, dry_run=dry_run, atomic=atomic,
+                                                        verbs=verbs)
+                if not conflicts:
+                    break
+                retryable = [i for i in conflicts if op_is_retryable(*ops[i])]
+                if len(retryable) < len(conflicts) or attempt == MAX_WRITE_ATTEMPTS:
+                    for i in conflicts:
+                        results[i].error = _conflict(prepared[i].rt, prepared[i].name)
+                    break
+                _backoff(attempt)
+                todo = list(range(len(ops))) if atomic else conflicts
+        except APIError as exc:  # the whole request's (store unavailable, atomic batch too large)
+            if not dry_run:  # every write not committed failed with it
+                self._audit_failures(ops, results, prepared, verbs, namespace, received, whole=exc)
+            raise
         if not dry_run:
-            self._audit([self._failure_event(verbs.get(i) or _op_verb(ops[i][0], None),
-                                             _Target.of(prepared.get(i))
-                                             or self._target_of(ops[i][1], namespace,
-                                                                "status" if ops[i][0] == "update_status" else None),
-                                             r.error, received)
-                         for i, r in enumerate(results) if r.error is not None])
+            self._audit_failures(ops, results, prepared, verbs, namespace, received)
         return results
+
+    def _audit_failures(self, ops: list[tuple[str, dict]], results: list[WriteResult], prepared: dict[int, Prepared],
+                        verbs: dict[int, str], namespace: str | None, received: str, *,
+                        whole: APIError | None = None) -> None:
+        """The audit events of a batch's failed writes (`whole`: the error of every write that has no object)."""
+        self._audit([self._failure_event(verbs.get(i) or _op_verb(ops[i][0], None),
+                                         _Target.of(prepared.get(i))
+                                         or self._target_of(ops[i][1], namespace,
+                                                            "status" if ops[i][0] == "update_status" else None),
+                                         r.error or whole, received)
+                     for i, r in enumerate(results) if r.error is not None or (whole is not None and r.obj is None)])
 
     def _write_round(self, ops, todo, results, pending_namespaces, *, namespace, dry_run, atomic, verbs):
         """Prepare (no lock held) then commit the writes at `todo`; (conflicted indices, prepared)."""
@@ -450,39 +480,120 @@ class APIServer:
 
     def _commit_batch(self, prepared: dict[int, "Prepared"], results: list[WriteResult], *,
                       dry_run: bool, atomic: bool, verbs: dict[int, str] | None = None) -> list[int]:
-        """Commit prepared writes in one transaction; returns the indices that met a Conflict.
+        """Commit prepared writes; returns the indices that met a Conflict.
 
         Each write has its own savepoint, so one failure leaves the others (unless atomic).
-        Dry runs and failed atomic batches are rolled back whole. What was committed is
-        written to the audit log after the transaction (`verbs`: the request's verb per index).
+        A non-atomic batch goes in transactions of at most the store's max_writes_per_transaction
+        writes (None, SQLite: all in one); an atomic batch in one, refused with BadRequest
+        (nothing written) when it needs more writes than that. Dry runs and failed atomic
+        batches are rolled back (a dry run in parts of the same size: a later part does not see
+        an earlier part's writes, as kubectl's one request per object). What each transaction
+        committed is written to the audit log after it
+        (`verbs`: the request's verb per index). An error of the store itself (StoreUnavailable)
+        becomes the error of every write not committed before it (an atomic batch raises it).
         """
-        received = audit.now()
+        limit = self.store.max_writes_per_transaction
+        order = list(prepared)
+        if atomic and limit is not None:
+            writing = sum(1 for p in prepared.values() if p.verb != "unchanged")
+            if writing > limit:
+                raise TransactionTooLarge(_too_large_for_a_transaction(writing, limit, self.store.where))
         conflicts: list[int] = []
-        try:
-            with self.store.transaction() as txn:
-                for i, p in prepared.items():
-                    try:
-                        with self.store.transaction():
-                            results[i].obj = self._commit(txn, p, dry_run)
-                    except Conflict:
-                        conflicts.append(i)
-                    except APIError as exc:
-                        results[i].error = exc
-                failed = conflicts or any(results[i].error for i in prepared)
-                if dry_run or (atomic and failed):
-                    raise _Abort()
-        except _Abort:
-            if not dry_run:
-                for i in prepared:
+        start = 0
+        while start < len(order):
+            received = audit.now()
+            todo = order[start:]
+            try:
+                taken, met = self.store.transact(
+                    lambda txn: self._commit_some(txn, prepared, todo, results, dry_run=dry_run, atomic=atomic,
+                                                  limit=limit))
+            except _Abort as abort:
+                conflicts += abort.conflicts
+                if not dry_run:  # a failed atomic batch: nothing written
+                    for i in abort.taken:
+                        results[i].obj, results[i].action = None, ""
+                    return conflicts
+                start += len(abort.taken)  # a dry run's part, rolled back: on to the next
+                continue
+            except _TooManyWrites:
+                for i in todo:
+                    results[i].obj, results[i].error = None, None
+                writing = sum(1 for p in prepared.values() if p.verb != "unchanged")
+                raise TransactionTooLarge(_too_large_for_a_transaction(writing, limit or 0, self.store.where,
+                                                                       more_writes=True)) from None
+            except CommitConflict:  # a backend that gave up retrying: each write is prepared again
+                for i in todo:
+                    results[i].obj, results[i].error = None, None
+                return conflicts + todo
+            except APIError as exc:  # the store's own failure (StoreUnavailable): no write from here on committed
+                for i in todo:
                     results[i].obj, results[i].action = None, ""
-            return conflicts
-        if self.audit_log is not None:
-            common = {"agent": audit.user_agent(), "sources": audit.source_ips(), "completed": audit.now()}
-            self._audit([self._event((verbs or {}).get(i) or _op_verb("", p), p, results[i].obj, received, **common)
-                         for i, p in prepared.items()
-                         if p.verb != "unchanged" and results[i].obj is not None and results[i].error is None
-                         and i not in conflicts])
+                    results[i].error = None if atomic else exc
+                if atomic:
+                    raise
+                return conflicts
+            conflicts += met
+            start += len(taken)
+            for i in taken:
+                if results[i].error is None and i not in met:
+                    self._wrote(prepared[i], results[i].obj)
+            self._audit_committed(prepared, taken, results, met, received, verbs)
         return conflicts
+
+    def _commit_some(self, txn: Transaction, prepared: dict[int, "Prepared"], todo: list[int],
+                     results: list[WriteResult], *, dry_run: bool, atomic: bool,
+                     limit: int | None) -> tuple[list[int], list[int]]:
+        """One transaction of a batch: the writes at `todo`, in order, each in its savepoint, as many as fit in
+        `limit` writes (None: all); (the indices it took, those that met a Conflict).
+
+        Starts from scratch (the store may run it again after a CommitConflict). Raises _Abort
+        for a dry run or a failed atomic batch, _TooManyWrites when an atomic one outgrows `limit`.
+        """
+        for i in todo:
+            results[i].obj, results[i].error = None, None
+        counted = _CountedWrites(txn, limit)
+        prefetch = getattr(txn, "prefetch", None)
+        if prefetch is not None:  # a remote store: the reads of the writes that may fit (and of the one after
+            # them, which is read before it is found not to fit), in one round trip
+            prefetch(key for i in todo[:(limit + 1) if limit else len(todo)] for key in _keys_read(prepared[i]))
+        taken: list[int] = []
+        conflicts: list[int] = []
+        for i in todo:
+            before = counted.writes
+            # a write past the limit: an atomic batch is refused; a non-atomic one's object goes first in the
+            # next transaction (the first object of a transaction goes to the store, which may refuse it alone)
+            counted.over = _TooManyWrites if atomic else (_Full if taken else None)
+            try:
+                with self.store.transaction():
+                    results[i].obj = self._commit(counted, prepared[i], dry_run)
+            except _Full:
+                results[i].obj = None
+                break
+            except Conflict:
+                conflicts.append(i)
+                counted.writes = before
+            except (StoreUnavailable, CommitConflict):
+                raise  # the store's own failure: the whole transaction's
+            except APIError as exc:  # (also a store's refusal of this write, e.g. too many writes for etcd)
+                results[i].error = exc
+                counted.writes = before
+            taken.append(i)
+        failed = conflicts or any(results[i].error for i in taken)
+        if dry_run or (atomic and failed):
+            raise _Abort(taken=taken, conflicts=conflicts)
+        return taken, conflicts
+
+    def _audit_committed(self, prepared: dict[int, "Prepared"], taken: list[int], results: list[WriteResult],
+                         conflicts: list[int], received: str, verbs: dict[int, str] | None) -> None:
+        """The audit events of what one transaction of a batch committed."""
+        if self.audit_log is None:
+            return
+        common = {"agent": audit.user_agent(), "sources": audit.source_ips(), "completed": audit.now()}
+        self._audit([self._event((verbs or {}).get(i) or _op_verb("", prepared[i]), prepared[i], results[i].obj,
+                                 received, **common)
+                     for i in taken
+                     if prepared[i].verb != "unchanged" and results[i].obj is not None and results[i].error is None
+                     and i not in conflicts])
 
     # -- pods/binding (the scheduler's write) ---------------------------------------------
 
@@ -501,20 +612,48 @@ class APIServer:
         """Many bindings in one transaction (the scheduler's bind batches); each fails alone.
 
         Every check runs before the one write of its pod, so a failed binding has written
-        nothing and needs no savepoint.
+        nothing and needs no savepoint. A store that bounds its transactions
+        (max_writes_per_transaction) gets them in transactions of that many bindings.
         """
         results = [WriteResult() for _ in bindings]
         if not bindings:
             return results
         now = now_rfc3339()
         received = audit.now()
-        with self.store.transaction() as txn:
-            for result, binding in zip(results, bindings):
+        size = self.store.max_writes_per_transaction or len(bindings)
+
+        def bind_some(txn: Transaction, part: range) -> None:
+            prefetch = getattr(txn, "prefetch", None)
+            if prefetch is not None:  # a remote store: every pod of the part in one round trip
+                prefetch(("Pod", bindings[i].namespace, bindings[i].name) for i in part)
+            for i in part:
+                results[i] = WriteResult()
                 try:
-                    result.obj = self._commit_binding(txn, binding, now)
-                    result.action = "bound"
+                    results[i].obj = self._commit_binding(txn, bindings[i], now)
+                    results[i].action = "bound"
+                except (StoreUnavailable, CommitConflict):
+                    raise
                 except APIError as exc:
-                    result.error = exc
+                    results[i].error = exc
+
+        start = 0
+        try:
+            while start < len(bindings):
+                part = range(start, min(start + size, len(bindings)))
+                try:
+                    self.store.transact(lambda txn: bind_some(txn, part))
+                except CommitConflict:  # a backend that gave up retrying: the scheduler tries these pods again
+                    for i in part:
+                        results[i] = WriteResult(error=_binding_conflict(bindings[i].name))
+                start = part.stop
+        except APIError as exc:  # the store's own failure: the bindings from `start` on are not written
+            for i in range(start, len(bindings)):
+                results[i] = WriteResult(error=exc)
+        self._audit_bindings(bindings, results, received)
+        return results
+
+    def _audit_bindings(self, bindings: list[Binding], results: list[WriteResult], received: str) -> None:
+        """The audit events of a bind_all: each binding's outcome."""
         pods = self.resource("pods")
         events = []
         for result, b in zip(results, bindings):
@@ -525,7 +664,6 @@ class APIServer:
                 events.append(self._ref_event("create", target, 201, received,
                                               rv=result.obj["metadata"]["resourceVersion"]))
         self._audit(events)
-        return results
 
     def _commit_binding(self, txn: Transaction, b: Binding, now: str) -> dict:
         pod = txn.get("Pod", b.namespace, b.name)
@@ -534,7 +672,7 @@ class APIServer:
         meta, spec = pod["metadata"], pod.setdefault("spec", {})
 
         def conflict(why: str) -> Conflict:
-            return Conflict(f'Operation cannot be fulfilled on pods/binding "{b.name}": {why}')
+            return _binding_conflict(b.name, why)
 
         if b.uid and meta.get("uid") != b.uid:
             raise conflict(f"the UID in the precondition ({b.uid}) does not match the UID in record "
@@ -738,7 +876,8 @@ class APIServer:
 
         ns_labels = None
         if rt.namespaced:
-            ns_obj = (pending_namespaces or {}).get(ns) or self.store.get(NAMESPACE, "", ns)
+            ns_obj = (pending_namespaces or {}).get(ns) or (
+                self._config.get(NAMESPACE, "", ns) if self._config is not None else self.store.get(NAMESPACE, "", ns))
             ns_labels = (ns_obj or {}).get("metadata", {}).get("labels") or {}
         mutating, validating = self._hooks()
         request = AdmissionRequest(uid=str(uuid.uuid4()), operation=operation, rt=rt,
@@ -749,12 +888,22 @@ class APIServer:
         return admitted, _matched_hooks(mutating, validating, request, ns_labels, matches)
 
     def _admission_lister(self, group_kind: str, namespace: str | None = None) -> list[dict]:
-        """Stored objects for the built-in admission plugins (kctl.admission.plugins.Lister)."""
+        """Stored objects for the built-in admission plugins (kctl.admission.plugins.Lister); remote reads: the
+        cached kinds from their caches."""
+        if self._config is not None:
+            return self._config.list(group_kind, namespace)
         return self.store.list(group_kind, namespace)[0]
 
     def _hooks(self) -> tuple[list[dict], list[dict]]:
-        """The admission hooks stored now (mutating, validating)."""
+        """The admission hooks stored now (mutating, validating); remote reads: from their caches."""
+        if self._config is not None:
+            return self._config.list(HOOK_KINDS[0]), self._config.list(HOOK_KINDS[1])
         return self.store.list(HOOK_KINDS[0])[0], self.store.list(HOOK_KINDS[1])[0]
+
+    def _wrote(self, prepared: Prepared, obj: dict | None) -> None:
+        """A committed write of a cached kind: this process's next read of the kind waits until its cache has it."""
+        if self._config is not None and prepared.verb != "unchanged":
+            self._config.written(prepared.rt.group_kind, obj)
 
     def _check_crd(self, rt: ResourceType, obj: dict) -> None:
         if rt.group_kind != CRD_KIND:
@@ -768,20 +917,28 @@ class APIServer:
     # -- writes: commit ----------------------------------------------------------------
 
     def _one(self, prepared: Prepared, dry_run: bool) -> dict:
+        """Commit one prepared write (a dry run: its checks, rolled back); Conflict when the store gave up retrying."""
         if prepared.verb == "unchanged":
             return prepared.obj
-        if dry_run:
-            return self._dry_commit(prepared)
-        with self.store.transaction() as txn:
-            return self._commit(txn, prepared, dry_run)
+        try:
+            if dry_run:
+                return self._dry_commit(prepared)
+            obj = self.store.transact(lambda txn: self._commit(txn, prepared, dry_run))
+            self._wrote(prepared, obj)
+            return obj
+        except CommitConflict:
+            raise _conflict(prepared.rt, prepared.name) from None
 
     def _dry_commit(self, p: Prepared) -> dict:
         """Run the commit checks in a transaction that is rolled back."""
         box: list[dict] = []
+
+        def check(txn: Transaction) -> None:
+            box[:] = [self._commit(txn, p, True)]
+            raise _Abort()
+
         try:
-            with self.store.transaction() as txn:
-                box.append(self._commit(txn, p, True))
-                raise _Abort()
+            self.store.transact(check)
         except _Abort:
             pass
         return box[0]
@@ -790,6 +947,9 @@ class APIServer:
         if p.verb == "unchanged":
             return p.obj
         kind = p.rt.group_kind
+        prefetch = getattr(txn, "prefetch", None)
+        if prefetch is not None:  # a remote store: this write's reads in one round trip
+            prefetch(_keys_read(p))
         current = txn.get(kind, p.namespace, p.name)
         if p.verb == "create":
             if current is not None:
@@ -920,10 +1080,11 @@ class APIServer:
         return self.store.restore(source)
 
     def vacuum(self) -> tuple[int, int]:
-        """Compact the change log and give free space back; the store's size before and after, in bytes."""
-        before = os.path.getsize(self.store.path)
+        """Compact the change log and give free space back; the store file's size before and after, in bytes
+        (0, 0 for a backend without a local file: etcd)."""
+        before = os.path.getsize(self.store.path) if os.path.isfile(self.store.path) else 0
         self.store.vacuum()
-        return before, os.path.getsize(self.store.path)
+        return before, os.path.getsize(self.store.path) if os.path.isfile(self.store.path) else 0
 
     def rotate_key(self) -> tuple[str, int, str]:
         """Re-encrypt stored Secrets with a new key: (its name, rows re-encrypted, the key file)."""
@@ -931,7 +1092,9 @@ class APIServer:
         return name, rows, str(self.store.key_path)
 
     def close(self) -> None:
-        """Close the store's connections (this API is not used afterwards)."""
+        """Stop the caches' threads and close the store's connections (this API is not used afterwards)."""
+        if self._config is not None:
+            self._config.close()
         self.store.close()
 
     # -- the audit log -----------------------------------------------------------------
@@ -1048,7 +1211,79 @@ class APIServer:
 
 
 class _Abort(Exception):
-    """Rolls back a transaction on purpose (dry run, atomic failure)."""
+    """Rolls back a transaction on purpose (dry run, atomic failure); a batch's (taken, conflicts) ride along."""
+
+    def __init__(self, *, taken: list[int] | None = None, conflicts: list[int] | None = None) -> None:
+        super().__init__()
+        self.taken, self.conflicts = taken or [], conflicts or []
+
+
+class _Full(Exception):
+    """Rolls back the write that took a batch's transaction over the store's limit (it goes in the next one)."""
+
+
+class _TooManyWrites(Exception):
+    """An atomic batch needs more writes than one transaction of the store holds."""
+
+
+class _CountedWrites:
+    """A Transaction that counts the writes (puts and deletes) made through it and raises `over` (when set)
+    instead of making one past `limit`, before the store sees it; `writes` is set back by the caller when a
+    savepoint rolls some back."""
+
+    def __init__(self, txn: Transaction, limit: int | None) -> None:
+        self.txn = txn
+        self.limit = limit
+        self.writes = 0
+        self.over: type[Exception] | None = None
+
+    def _count(self) -> None:
+        if self.limit is not None and self.over is not None and self.writes >= self.limit:
+            raise self.over()
+        self.writes += 1
+
+    def get(self, kind: str, namespace: str, name: str) -> dict | None:
+        return self.txn.get(kind, namespace, name)
+
+    def exists_in_namespace(self, namespace: str) -> bool:
+        return self.txn.exists_in_namespace(namespace)
+
+    def put(self, kind: str, namespace: str, name: str, obj: dict, *, event: str) -> dict:
+        self._count()
+        return self.txn.put(kind, namespace, name, obj, event=event)
+
+    def delete(self, kind: str, namespace: str, name: str, obj: dict) -> dict:
+        self._count()
+        return self.txn.delete(kind, namespace, name, obj)
+
+    def list(self, kind: str) -> list[dict]:
+        return self.txn.list(kind)
+
+    def dependents(self, owner_uid: str) -> list[tuple[str, str, str]]:
+        return self.txn.dependents(owner_uid)
+
+
+def _keys_read(p: Prepared) -> list[tuple[str, str, str]]:
+    """(kind, namespace, name) of what committing p reads first: the object, and a create's namespace."""
+    if p.verb == "unchanged":
+        return []
+    found = [(p.rt.group_kind, p.namespace, p.name)]
+    if p.verb == "create" and p.rt.namespaced:
+        found.append((NAMESPACE, "", p.namespace))
+    return found
+
+
+def _binding_conflict(name: str, why: str = "the object has been modified; please apply your changes to the "
+                      "latest version and try again") -> Conflict:
+    """The Conflict of a binding that cannot be made as asked."""
+    return Conflict(f'Operation cannot be fulfilled on pods/binding "{name}": {why}')
+
+
+def _too_large_for_a_transaction(objects: int, limit: int, where: str, *, more_writes: bool = False) -> str:
+    """The one line refusing an atomic batch that one transaction of the store cannot hold."""
+    needs = f"{objects} objects needs more writes than" if more_writes else f"{objects} objects is more than"
+    return (f"an atomic write of {needs} one transaction of the store {where} holds ({limit} writes): "
+            f"leave out --atomic, or write them in parts")
 
 
 def _finished_deleting(meta: dict) -> bool:

@@ -104,9 +104,11 @@ def _error_classes() -> dict[str, type[APIError]]:
     classes = {name: cls for name, cls in vars(errors).items()
                if isinstance(cls, type) and issubclass(cls, APIError)}
     from kctl.machinery.managedfields import ApplyConflict
-    from kctl.store.contract import StoreError
+    from kctl.store.contract import CommitConflict, StoreError, StoreUnavailable, TransactionTooLarge
 
-    classes.update(ServerUnavailable=ServerUnavailable, StoreError=StoreError, ApplyConflict=ApplyConflict)
+    classes.update(ServerUnavailable=ServerUnavailable, StoreError=StoreError, ApplyConflict=ApplyConflict,
+                   StoreUnavailable=StoreUnavailable, CommitConflict=CommitConflict,
+                   TransactionTooLarge=TransactionTooLarge)
     return classes
 
 

@@ -28,7 +28,8 @@ FALSE = frozenset({"0", "f", "false", "no", "n", "off"})
 #: values of --dry-run; a bare --dry-run followed by none of them is kubectl's deprecated `--dry-run=client`
 DRY_RUN_VALUES = frozenset({"client", "server", "none"})
 #: the root's options that take a value (kctl.cli.main.root), as `verb_of` skips them
-ROOT_VALUE_OPTIONS = ("--store", "--server", "--identity", "--kubeconfig", "--context")
+ROOT_VALUE_OPTIONS = ("--store", "--server", "--identity", "--kubeconfig", "--context", "--etcd-cafile",
+                      "--etcd-certfile", "--etcd-keyfile", "--etcd-state-dir")
 #: options a user may put before the verb that belong to the command (kubectl's -n)
 _COMMAND_OPTIONS_BEFORE_VERB = ("-n", "--namespace")
 

@@ -108,9 +108,8 @@ def audit(
     if connect.current().server_url:
         _on_server(since, user, verb, kind, namespace, output)
     from kctl.apiserver import audit as audit_log
-    from kctl.store.sqlite import default_path
 
-    path = audit_log.path_for_store(connect.current().store_path or default_path())
+    path = audit_log.path_for_store(connect.local_path())
     if path is None:
         raise _fail("the audit log is off (KCTL_AUDIT_LOG=off)")
     cutoff = _since_cutoff(since) if since else None

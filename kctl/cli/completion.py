@@ -7,7 +7,8 @@ answers with Click's protocol. `attach` gives the Click tree its completers: res
 (from the local store, in the `-n` namespace), namespaces, node names, `-o` formats and files.
 
 A completer never fails: whatever goes wrong (no store yet, a store busy or unreadable) it
-offers nothing. Names come from a local store only; with `--server` only kinds are offered.
+offers nothing. Names come from a local store (or the etcd:// cluster named by --store) only; with
+`--server` only kinds are offered.
 """
 
 from __future__ import annotations
@@ -91,20 +92,32 @@ def respond(root: click.Command, instruction: str, *, complete_var: str) -> int:
 
 # --- completers --------------------------------------------------------------------------
 
+#: seconds a completer waits for an etcd:// store before it offers nothing
+COMPLETION_ETCD_TIMEOUT = 2.0
+
+
 def _api(ctx: click.Context):
     """The API over the store named on the line (or $KCTL_STORE, or the default); None if none exists yet."""
     params = ctx.find_root().params
     if params.get("server") or params.get("kubeconfig") or params.get("context"):
         return None  # a remote API: no names from a local store that is not the one in use
-    from kctl.store.sqlite import default_path
+    from kctl.apiserver.server import APIServer
+    from kctl.store.open import is_etcd, local_path, open_store
 
-    path = params.get("store") or default_path()
+    address = params.get("store") or os.environ.get("KCTL_STORE") or None
+    if is_etcd(address):  # the cluster named on the line, briefly: an etcd that does not answer offers nothing
+        from kctl.cli.connect import CLIContext, etcd_tls
+
+        context = CLIContext(store_path=address, etcd_cafile=params.get("etcd_cafile"),
+                             etcd_certfile=params.get("etcd_certfile"), etcd_keyfile=params.get("etcd_keyfile"),
+                             etcd_state_dir=params.get("etcd_state_dir"))
+        store = open_store(address, tls=etcd_tls(context), state_dir=context.etcd_state_dir,
+                           request_timeout=COMPLETION_ETCD_TIMEOUT)
+        return APIServer(store, warn=lambda message: None)
+    path = local_path(address)
     if not os.path.isfile(path):
         return None  # completing must not create a store
-    from kctl.apiserver.server import APIServer
-    from kctl.store.sqlite import Store
-
-    return APIServer(Store(path), warn=lambda message: None)
+    return APIServer(open_store(path, creating=False), warn=lambda message: None)
 
 
 def _registry(ctx: click.Context):

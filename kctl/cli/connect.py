@@ -11,11 +11,16 @@ cluster does not see kctl talk to it unasked; once HTTPS is selected (--context 
 --kubeconfig), $KUBECONFIG and ~/.kube/config are read as kubectl reads them.
 The API is made once per command and kept in the Click context's `meta`, so this module
 holds no state of its own. The default store is created on first use; an explicitly named
-one must exist unless the command writes (`open_store`).
+one must exist unless the command writes (`open_store`). --store (and $KCTL_STORE) may also
+name an etcd cluster, `etcd://host:2379[,host:2379...][/prefix]`, reached with the
+--etcd-cafile/--etcd-certfile/--etcd-keyfile TLS files; its local companion files (key file,
+PKI, audit log, known_hosts) live under its state path (--etcd-state-dir; kctl.store.open
+chooses the backend and the paths).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -23,16 +28,19 @@ from typing import TYPE_CHECKING
 from kctl.machinery.resources import ResourceType
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from kctl.apiserver.contract import API
     from kctl.machinery.errors import APIError
-    from kctl.store.sqlite import Store
+    from kctl.store.contract import Store
+    from kctl.store.etcd.address import EtcdTLS
 
 
 @dataclass(frozen=True)
 class CLIContext:
     """The global options of one command line: what every command connects to."""
 
-    #: --store / $KCTL_STORE: the local SQLite store (None: the default one)
+    #: --store / $KCTL_STORE: the SQLite store file (None: the default one) or an etcd://host:port[,...][/prefix]
     store_path: str | None = None
     #: --server / $KCTL_SERVER: the control plane at ssh://user@host[:port]/path (kctl.apiserver.remote)
     server_url: str | None = None
@@ -48,6 +56,22 @@ class CLIContext:
     client_key: str | None = None
     token: str | None = None
     insecure_skip_tls_verify: bool = False
+    #: --etcd-cafile, --etcd-certfile, --etcd-keyfile ($KCTL_ETCD_CAFILE...): TLS to an etcd:// store
+    etcd_cafile: str | None = None
+    etcd_certfile: str | None = None
+    etcd_keyfile: str | None = None
+    #: --etcd-state-dir / $KCTL_ETCD_STATE_DIR: the folder of an etcd store's local files (None: per cluster)
+    etcd_state_dir: str | None = None
+    #: seconds between an etcd store's compactions in this process (`kctl daemon --etcd-compaction-interval`;
+    #: None or 0: none, as for every short-lived command)
+    etcd_compaction_interval: float | None = None
+
+    @property
+    def etcd(self) -> bool:
+        """Whether --store names an etcd cluster (etcd://...), not a SQLite file."""
+        from kctl.store.open import is_etcd
+
+        return not self.remote and is_etcd(self.store_path)
 
     @property
     def https(self) -> bool:
@@ -121,7 +145,7 @@ def _connect(context: CLIContext, *, creating: bool | None = None) -> API:
         return RemoteAPIServer(context.server_url, identity=context.identity, warn=warn)
     from kctl.apiserver.server import APIServer
 
-    return APIServer(open_store(context.store_path, creating=creating), warn=warn)
+    return APIServer(open_store(context.store_path, creating=creating, context=context), warn=warn)
 
 
 def rest_connection(context: CLIContext):
@@ -159,29 +183,69 @@ CREATING_COMMANDS = frozenset({("apply",), ("create",), ("daemon",), ("restore",
                                ("sync", "run"), ("node", "add")})
 
 
-def open_store(store_path: str | None = None, *, creating: bool | None = None) -> Store:
-    """The store at `store_path` (default: this command's --store): the default one is created on
-    first use; an explicit one (--store/KCTL_STORE) must have an existing folder, and only writing
-    commands create its file (`creating`; None: ask whether the running Click command is one).
+def open_store(store_path: str | None = None, *, creating: bool | None = None,
+               context: CLIContext | None = None) -> Store:
+    """The store at `store_path` (default: this command's --store), SQLite or etcd (kctl.store.open): the
+    default one is created on first use; an explicit SQLite one (--store/KCTL_STORE) must have an existing
+    folder, and only writing commands create its file (`creating`; None: ask whether the running Click
+    command is one). The etcd TLS files, state folder and compaction interval come from `context` (default:
+    this command's).
 
-    A mistyped path is one clear error line, not a new empty store that answers "No resources found".
+    A mistyped path, a bad etcd:// address or an etcd cluster that does not answer is one clear error
+    line and exit status 1, not a new empty store that answers "No resources found" nor a traceback.
     """
-    from pathlib import Path
+    from kctl.machinery.errors import ClientSideError
+    from kctl.store import open as opening
+    from kctl.store.contract import StoreError
 
-    from kctl.store.sqlite import Store
+    context = context or current()
+    store_path = store_path or context.store_path
+    writes = _creates_store() if creating is None else creating
+    try:
+        if not opening.is_etcd(store_path):
+            return opening.open_store(store_path or None, creating=writes)
+        options = {"compaction_interval": context.etcd_compaction_interval or None}
+        return opening.open_store(store_path, tls=etcd_tls(context), state_dir=context.etcd_state_dir, **options)
+    except (ClientSideError, StoreError) as exc:
+        _no_store(exc.message)
+        raise  # not reached: _no_store exits
 
-    if not store_path and creating is None:  # a command's own store (connect() passes its context's)
-        store_path = current().store_path
-    if not store_path:
-        return Store(None)
-    path = Path(store_path).expanduser()
-    if not path.parent.is_dir():
-        _no_store(f"no store at {path}: folder {path.parent} does not exist (check --store/KCTL_STORE; "
-                  f"`kctl --store {path} init` creates it)")
-    if not path.exists() and not (_creates_store() if creating is None else creating):
-        _no_store(f"no store at {path} (check --store/KCTL_STORE; `kctl --store {path} init` or a first "
-                  "`kctl apply` creates it)")
-    return Store(path)
+
+def etcd_tls(context: CLIContext) -> EtcdTLS | None:
+    """The TLS files of an etcd:// store (None: plain http); ClientSideError naming the flag when one is
+    missing or a certificate comes without its key."""
+    from kctl.machinery.errors import ClientSideError
+
+    given = {"--etcd-cafile": context.etcd_cafile, "--etcd-certfile": context.etcd_certfile,
+             "--etcd-keyfile": context.etcd_keyfile}
+    if not any(given.values()):
+        return None
+    for flag, path in given.items():
+        if path and not os.path.isfile(os.path.expanduser(path)):
+            raise ClientSideError(f"{flag} {path}: no such file")
+    if bool(context.etcd_certfile) != bool(context.etcd_keyfile):
+        raise ClientSideError("--etcd-certfile and --etcd-keyfile go together (a client certificate and its key)")
+    from kctl.store.etcd.address import EtcdTLS
+
+    def expand(path: str | None) -> str | None:
+        return os.path.expanduser(path) if path else None
+
+    return EtcdTLS(ca_file=expand(context.etcd_cafile), cert_file=expand(context.etcd_certfile),
+                   key_file=expand(context.etcd_keyfile))
+
+
+def local_path(context: CLIContext | None = None) -> Path:
+    """The local anchor of the command's store, without opening it: the SQLite file (the default store's
+    when none is named), or an etcd store's state path; known_hosts, the audit log and the PKI live beside it."""
+    from kctl.machinery.errors import ClientSideError
+    from kctl.store.open import local_path as anchor
+
+    context = context or current()
+    try:
+        return anchor(context.store_path, state_dir=context.etcd_state_dir)
+    except ClientSideError as exc:  # a bad etcd:// address: one line
+        _no_store(exc.message)
+        raise  # not reached: _no_store exits
 
 
 def _creates_store() -> bool:

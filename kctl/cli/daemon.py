@@ -85,7 +85,11 @@ def _check_cluster_dns(address: str | None, service_cidr: str, domain: str, adve
 @app.command()
 def daemon(
     store: Annotated[Optional[str], typer.Option(
-        "--store", help="SQLite store file (as the global --store).")] = None,
+        "--store", help="SQLite store file or etcd://host:2379[,...][/prefix] (as the global --store).")] = None,
+    etcd_compaction_interval: Annotated[float, typer.Option(
+        "--etcd-compaction-interval", click_type=duration(min=0.0),
+        help="With an etcd:// store: time between compactions of etcd's history (as kube-apiserver's flag; "
+             "0: none).")] = 300.0,
     node: Annotated[Optional[str], typer.Option(
         "--node", help="Name this host registers as when the store has no Node (default: hostname).")] = None,
     podman_url: Annotated[Optional[str], typer.Option(
@@ -188,6 +192,18 @@ def daemon(
         "--tls-san", metavar="NAME",
         help="Extra DNS name or IP address of the HTTPS API's serving certificate (repeatable; this host's "
              "names and addresses are always in it).")] = None,
+    leader_elect_lease_duration: Annotated[float, typer.Option(
+        "--leader-elect-lease-duration", click_type=duration(min=1.0),
+        help="How long the leader Lease holds without renewal; a follower waits this long before it takes over "
+             "from a leader that stopped renewing (whole seconds; as kube-controller-manager's flag).")] = 15.0,
+    leader_elect_renew_deadline: Annotated[float, typer.Option(
+        "--leader-elect-renew-deadline", click_type=duration(min=0.1),
+        help="A leader that could not renew for this long stops leading (its controllers, scheduler and ssh "
+             "node agents); shorter than the lease duration.")] = 10.0,
+    leader_elect_retry_period: Annotated[float, typer.Option(
+        "--leader-elect-retry-period", click_type=duration(min=0.01),
+        help="How often the leader renews and followers try to take the Lease; shorter than the renew "
+             "deadline.")] = 2.0,
     log_level: Annotated[LogLevel, typer.Option("--log-level", help="debug, info, warning or error.")] = LogLevel.info,
 ) -> None:
     """Run the node agents, controllers and scheduler in the foreground until SIGINT/SIGTERM.
@@ -245,10 +261,21 @@ def daemon(
         connect.use(replace(given, server_url=server or given.server_url, identity=identity or given.identity))
     elif store:
         connect.use(replace(given, store_path=store))
+    if connect.current().etcd:  # the daemon compacts etcd's history (coordinated with the other daemons)
+        connect.use(replace(connect.current(), etcd_compaction_interval=etcd_compaction_interval or None))
     node_mode = connect.current().remote  # node mode (ssh:// or an HTTPS API): only this host's agent
     if node_mode and listen_at is not None:
         raise _usage_error("--listen serves the store on this host: run it on the control host, not in node mode")
+    from kctl.client.leader import election_timing_problem
+
+    problem = election_timing_problem(leader_elect_lease_duration, leader_elect_renew_deadline,
+                                      leader_elect_retry_period, leader_elect_retry_period)
+    if problem:
+        raise _usage_error(f"--leader-elect-*: {problem}")
     settings = DaemonSettings(
+        leader_elect_lease_duration=leader_elect_lease_duration,
+        leader_elect_renew_deadline=leader_elect_renew_deadline,
+        leader_elect_retry_period=leader_elect_retry_period,
         node=node, podman_url=podman_url, image_source=image_source, workers=workers, resync=resync,
         heartbeat=heartbeat, backoff_initial=backoff_initial, backoff_max=backoff_max, scheduler_config=config,
         metric_resolution=metric_resolution,

@@ -35,7 +35,11 @@ _ROOT_NAMES = {"app": "app", "COMMANDS": "COMMANDS", "command": "command", "root
 #: the root options of a line answered without Click -> (their CLIContext field, their environment variable)
 _ROOT_OPTIONS = {"--store": ("store_path", "KCTL_STORE"), "--server": ("server_url", "KCTL_SERVER"),
                  "--identity": ("identity", "KCTL_SSH_IDENTITY"), "--kubeconfig": ("kubeconfig", "KCTL_KUBECONFIG"),
-                 "--context": ("context", "")}  # "": no environment variable
+                 "--context": ("context", ""),  # "": no environment variable
+                 "--etcd-cafile": ("etcd_cafile", "KCTL_ETCD_CAFILE"),
+                 "--etcd-certfile": ("etcd_certfile", "KCTL_ETCD_CERTFILE"),
+                 "--etcd-keyfile": ("etcd_keyfile", "KCTL_ETCD_KEYFILE"),
+                 "--etcd-state-dir": ("etcd_state_dir", "KCTL_ETCD_STATE_DIR")}
 
 
 def __getattr__(name: str) -> Any:

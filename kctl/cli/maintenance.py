@@ -1,7 +1,9 @@
-"""`kctl init`, `backup`, `restore`, `vacuum` and `encryption rotate-key`: looking after the store file.
+"""`kctl init`, `backup`, `restore`, `vacuum` and `encryption rotate-key`: looking after the store.
 
 Registered on the root app by kctl.cli.main; each command opens the store through
-kctl.cli.connect (init opens it itself: it is the command that creates a named store).
+kctl.cli.connect (init opens a SQLite store itself: it is the command that creates a named
+store and its folder). Every command works on both backends (SQLite and etcd://); a backup is
+always a SQLite kctl store file, so either backend restores either backend's backups.
 """
 
 from __future__ import annotations
@@ -30,17 +32,26 @@ def init() -> None:
     not exist, so a mistyped path is an error, not a new empty cluster.
     """
     import sys
-    from pathlib import Path
-
-    from kctl.store.sqlite import Store, default_path
 
     if connect.current().remote:
         print("error: kctl init makes a local store; it cannot be used with --server, --kubeconfig or --context",
               file=sys.stderr)
         raise typer.Exit(2)
-    path = Path(connect.current().store_path).expanduser() if connect.current().store_path else default_path()
+    if connect.current().etcd:  # an etcd prefix needs no creating: opening it holds the default Namespace
+        store = connect.open_store(creating=True)
+        try:
+            ensure_key = getattr(store, "ensure_key", None)
+            if ensure_key is not None:
+                ensure_key()
+            print(f"store {store.where} ready (state {store.path}); key file {store.key_path}")
+        finally:
+            store.close()
+        return
+    from kctl.store.sqlite import Store
+
+    path = connect.local_path()
     existed = path.exists() and path.stat().st_size > 0
-    store = Store(path)
+    store = Store(path)  # not open_store: init also makes a missing folder
     try:
         store.ensure_key()
     finally:
@@ -79,9 +90,12 @@ def restore(file: Annotated[str, typer.Argument(help="A file written by `kctl ba
 
 @app.command()
 def vacuum() -> None:
-    """Compact the change log and return free space to the disk."""
+    """Compact the change log and return free space to the disk (etcd: compact and defragment every member)."""
     server = connect.api()
     before, after = server.vacuum()
+    if connect.current().etcd:  # no local file to measure: etcd's members hold the data
+        print(f"vacuumed {server.where}: compacted and defragmented every member")
+        return
     print(f"vacuumed {server.where}: {before} -> {after} bytes")
 
 

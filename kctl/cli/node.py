@@ -66,10 +66,9 @@ def parse_taint(text: str) -> dict:
 
 def known_hosts_path() -> str:
     """kctl's known_hosts file: beside the store in use."""
-    from kctl.store.sqlite import default_path
     from kctl.ssh import known_hosts_for_store
 
-    return known_hosts_for_store(connect.current().store_path or default_path())
+    return known_hosts_for_store(connect.local_path())
 
 
 def _ssh_address(node: dict) -> tuple[str, int]:

@@ -45,9 +45,8 @@ def _known_hosts() -> str | None:
     if connect.current().server_url:
         return None
     from kctl.ssh import known_hosts_for_store
-    from kctl.store.sqlite import default_path
 
-    return known_hosts_for_store(connect.current().store_path or default_path())
+    return known_hosts_for_store(connect.local_path())
 
 
 @app.command("port-forward")

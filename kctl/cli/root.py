@@ -3,12 +3,13 @@
 Each command group lives in its own module with its own Typer app; `COMMANDS` names the module
 of every command and `command(verb=...)` mounts only the invoked command's module on the root
 (all of them for `--help`, completion or an unknown verb). No command module imports this one.
-The root callback puts the global options on Click's `ctx.obj` as a frozen
-`kctl.cli.connect.CLIContext`; `command` gives every command its Examples (kctl.cli.examples)
-and completers (kctl.cli.completion). Called by kctl.cli.main (the entry point, which imports
-this module, and so Click and Typer, only for a line it does not answer without them) and by
-tests that invoke `app` itself. Its annotations, as kctl.cli.get's, are evaluated once when it loads
-(no `from __future__ import annotations`): Typer would evaluate strings again on each read.
+The root callback puts the global options (the store, SQLite or etcd:// with its TLS files, or a
+server) on Click's `ctx.obj` as a frozen `kctl.cli.connect.CLIContext`; `command` gives every
+command its Examples (kctl.cli.examples) and completers (kctl.cli.completion). Called by
+kctl.cli.main (the entry point, which imports this module, and so Click and Typer, only for a
+line it does not answer without them) and by tests that invoke `app` itself. Its annotations, as
+kctl.cli.get's, are evaluated once when it loads (no `from __future__ import annotations`): Typer
+would evaluate strings again on each read.
 """
 
 from typing import Annotated, Optional
@@ -33,7 +34,21 @@ app = typer.Typer(
 def root(
     ctx: typer.Context,
     store: Annotated[Optional[str], typer.Option(
-        "--store", envvar="KCTL_STORE", help="SQLite store file (default: $XDG_DATA_HOME/kctl/kctl.db).")] = None,
+        "--store", envvar="KCTL_STORE",
+        help="SQLite store file (default: $XDG_DATA_HOME/kctl/kctl.db), or an etcd cluster: "
+             "etcd://host:2379[,host:2379...][/prefix] (prefix default /registry).")] = None,
+    etcd_cafile: Annotated[Optional[str], typer.Option(
+        "--etcd-cafile", envvar="KCTL_ETCD_CAFILE",
+        help="CA certificate file that signed the etcd members' certificates (TLS to an etcd:// store).")] = None,
+    etcd_certfile: Annotated[Optional[str], typer.Option(
+        "--etcd-certfile", envvar="KCTL_ETCD_CERTFILE",
+        help="Client certificate file for an etcd:// store (with --etcd-keyfile).")] = None,
+    etcd_keyfile: Annotated[Optional[str], typer.Option(
+        "--etcd-keyfile", envvar="KCTL_ETCD_KEYFILE", help="Client key file for an etcd:// store.")] = None,
+    etcd_state_dir: Annotated[Optional[str], typer.Option(
+        "--etcd-state-dir", envvar="KCTL_ETCD_STATE_DIR",
+        help="Folder of an etcd:// store's local files: Secrets' key file, PKI, audit log (default: "
+             "$XDG_DATA_HOME/kctl/etcd/<hash of endpoints and prefix>).")] = None,
     server: Annotated[Optional[str], typer.Option(
         "--server", "-s", envvar="KCTL_SERVER",
         help="Use the control plane at ssh://user@host[:port]/path/kctl.db, or the Kubernetes API at "
@@ -64,7 +79,9 @@ def root(
                                  kubeconfig=kubeconfig or None, context=context or None,
                                  certificate_authority=certificate_authority or None,
                                  client_certificate=client_certificate or None, client_key=client_key or None,
-                                 token=token or None, insecure_skip_tls_verify=insecure_skip_tls_verify)
+                                 token=token or None, insecure_skip_tls_verify=insecure_skip_tls_verify,
+                                 etcd_cafile=etcd_cafile or None, etcd_certfile=etcd_certfile or None,
+                                 etcd_keyfile=etcd_keyfile or None, etcd_state_dir=etcd_state_dir or None)
 
 
 #: every command and command group -> the module whose `app` (a typer.Typer) defines it, in `--help` order

@@ -96,6 +96,11 @@ class ControllerManager:
             return self._term is not None
 
     @property
+    def leadership(self) -> LeaderElector | None:
+        """The elector whose terms this manager follows (its `term`, `add_listener`); None without election."""
+        return self.elector if self.leader_election else None
+
+    @property
     def informers(self) -> InformerFactory | None:
         """The current term's informers (None while not leading)."""
         with self._lock:

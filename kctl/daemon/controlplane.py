@@ -9,10 +9,13 @@ on one store never both bind pods. Cluster DNS (kctl.daemon.clusterdns) follows 
 leading daemon serves it and points the kube-dns Service's EndpointSlice at itself.
 
 Its leader identity is stable for this host and store (kctl.client.leader.
-IdentityLock, held from construction until stop()): a daemon restarted after a crash
-takes its own Lease back at once. stop() ends scheduling first, then the controllers
-(their deferred Events recorded), then releases the Lease, so the next daemon leads at
-once too.
+IdentityLock, held from construction until stop(); `<--node or hostname>_<slot>`): a daemon
+restarted after a crash takes its own Lease back at once. `leadership` (the elector: its
+term and listeners) is what the daemon's node agent supervisor follows (ssh:// Nodes'
+agents run only while this daemon leads, fenced by the term: kctl.agent.supervisor).
+stop() ends scheduling first, then the controllers (their deferred Events recorded; the
+ssh agents stop first, told by the elector), then releases the Lease, so the next daemon
+leads at once too.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
-from kctl.client.leader import IdentityLock
+from kctl.client.leader import IdentityLock, LeaderElector
 from kctl.controllers.manager import ControllerManager
 from kctl.daemon.controllers import new_controllers
 from kctl.daemon.settings import DaemonSettings
@@ -42,11 +45,13 @@ class ControlPlane:
         self.settings = settings
         self._identity_lock: IdentityLock | None = None
         store_path = api.local_path  # None over SSH: no identity lock beside a store that is not here
-        if identity is None and store_path is not None:
-            self._identity_lock = IdentityLock(store_path)
+        if identity is None and store_path is not None:  # named for --node when given (else the hostname), so
+            # daemons of several hosts with one hostname (a test bed's, cloned machines) still differ
+            self._identity_lock = IdentityLock(store_path, hostname=settings.node)
             identity = self._identity_lock.acquire()
         self.manager = ControllerManager(api, new_controllers(settings), workers=settings.controller_workers,
-                                         leader_election=leader_election, identity=identity)
+                                         leader_election=leader_election, identity=identity,
+                                         election=settings.leader_election())
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.dns: ClusterDNSRunner | None = None  # serving while this daemon leads
@@ -62,6 +67,12 @@ class ControlPlane:
         self._thread.start()
         if self.dns is not None:
             self.dns.start(self._stop)
+
+    @property
+    def leadership(self) -> LeaderElector | None:
+        """The leader elector (its `term` and `add_listener`, kctl.client.leader); None without leader election.
+        The daemon's node agent supervisor follows it: ssh:// Nodes' agents run only while this daemon leads."""
+        return self.manager.leadership
 
     @property
     def identity(self) -> str:

@@ -4,7 +4,8 @@ kctl.daemon.server registers this host, when the store has no Node yet, with the
 socket `choose_local_url` picks: `--podman-url`, else the system socket if it answers,
 else kctl's own socket with a `podman system service` that `LocalServices` starts (and
 stops on exit). `make_runtime_factory` gives the node agents their runtimes, starting
-kctl's own service first when a Node names its socket. `local_sockets` is also where
+kctl's own service first when a Node names its socket, and, given a leader term, fencing an
+ssh:// Node's host for it first (kctl.runtime.fencing). `local_sockets` is also where
 `kctl image push` looks for the control host's images (kctl.cli.image).
 """
 
@@ -90,14 +91,19 @@ def choose_local_url(podman_url: str | None, services: LocalServices) -> str:
     return f"unix://{own}"
 
 
-def make_runtime_factory(services: LocalServices) -> Callable[[dict], object]:
-    """runtime_for_node, first starting kctl's own local service when a Node names its socket."""
+def make_runtime_factory(services: LocalServices) -> Callable[..., object]:
+    """runtime_for_node(node, term=None), first starting kctl's own local service when a Node names its socket;
+    with a term (the leader's, for an ssh:// Node) the host is fenced for it and the runtime goes through it."""
     own = local_sockets()[1]
 
-    def runtime_for(node: dict) -> object:
+    def runtime_for(node: dict, *, term: int | None = None) -> object:
         from kctl.agent.supervisor import node_connection
         from kctl.runtime.connect import runtime_for_node
 
+        if term is not None:
+            from kctl.runtime.fencing import fenced_runtime_for_node
+
+            return fenced_runtime_for_node(node, term=term)
         path = _unix_path(node_connection(node)[0])
         if path == own:
             services.ensure(own)

@@ -6,7 +6,11 @@ this host registers itself as one, reached through a local Podman socket
 (kctl.daemon.localpodman). Then a NodeAgentSupervisor (kctl.agent.supervisor) runs one agent
 per Node (only this host's in node mode) and, unless node mode or `control_plane=False`,
 a ControlPlane (kctl.daemon.controlplane) runs the chosen controllers and the scheduler
-while this daemon holds the leader Lease.
+while this daemon holds the leader Lease. With the control plane, agents follow its
+leadership: ssh:// Nodes' agents run only while this daemon leads (their hosts fenced by the
+leader term first, kctl.runtime.fencing) and a unix:// Node's only in the daemon whose own
+node name (--node, else the hostname) it has; so several daemons on one store (docs/ha.md)
+never drive one host at once.
 
 With `settings.listen` it also serves the Kubernetes REST API over HTTPS (kctl.kubeapi.serving,
 started first and stopped last but one; every daemon serves it, leader or not).
@@ -88,18 +92,22 @@ def run(settings: DaemonSettings, *, api: API, stop: threading.Event | None = No
         local = [url for url in (settings.podman_url,) if url] + [f"unix://{path}" for path in local_sockets()]
         sources = [settings.image_source] if settings.image_source else [] if node_mode else local
         copier = daemon_image_copier(api, source_urls=sources, agents=lambda: supervisor.agents if supervisor else {})
+        if settings.control_plane and not node_mode:
+            from kctl.daemon.controlplane import ControlPlane
+
+            plane = ControlPlane(api, settings)
+        leadership = plane.leadership if plane is not None else None
+        host_node = (settings.node or socket.gethostname()) if leadership is not None else None
         supervisor = NodeAgentSupervisor(
             api, runtime_for_node=make_runtime_factory(services), workers=settings.workers, image_copier=copier,
+            leadership=leadership, host_node=host_node,
             resync=settings.resync, heartbeat_interval=settings.heartbeat, own_node=own_node,
             metric_resolution=settings.metric_resolution or None,
             backoff=Backoff(initial=settings.backoff_initial,
                             maximum=max(settings.backoff_max, settings.backoff_initial)))
         if settings.agents or node_mode:
             supervisor.start()
-        if settings.control_plane and not node_mode:
-            from kctl.daemon.controlplane import ControlPlane
-
-            plane = ControlPlane(api, settings)
+        if plane is not None:
             plane.start()
         log.info("daemon running (store %s); SIGINT or SIGTERM stops it", api.where)
         while not stop.wait(SIGNAL_CHECK_SECONDS):

@@ -84,6 +84,30 @@ class DaemonSettings:
     listen: tuple[str, int] | None = None
     #: extra names and addresses of the HTTPS API's serving certificate (`--tls-san`)
     tls_sans: tuple[str, ...] = ()
+    #: leader election (kube-controller-manager's --leader-elect-lease-duration, --leader-elect-renew-deadline,
+    #: --leader-elect-retry-period), seconds: the leader Lease's duration, how long a leader may go without
+    #: renewing before it stops leading (its controllers, scheduler and ssh:// node agents), and how often
+    #: candidates try and the leader renews
+    leader_elect_lease_duration: float = 15.0
+    leader_elect_renew_deadline: float = 10.0
+    leader_elect_retry_period: float = 2.0
+
+    def __post_init__(self) -> None:
+        from kctl.client.leader import election_timing_problem
+
+        problem = election_timing_problem(self.leader_elect_lease_duration, self.leader_elect_renew_deadline,
+                                          self.leader_elect_retry_period, self.leader_elect_retry_period)
+        if problem:
+            raise ValueError(f"leader election: {problem}")
+
+    def leader_election(self) -> Any:
+        """These timings as a kctl.client.leader.LeaderElectionSettings (the controller manager's Lease)."""
+        from kctl.client.leader import LeaderElectionSettings
+
+        return LeaderElectionSettings(lease_duration=int(self.leader_elect_lease_duration),
+                                      renew_deadline=self.leader_elect_renew_deadline,
+                                      renew_interval=self.leader_elect_retry_period,
+                                      retry_interval=self.leader_elect_retry_period)
 
 
 __all__ = ["DaemonSettings"]

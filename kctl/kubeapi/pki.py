@@ -123,9 +123,9 @@ class PKI:
     def for_store(cls, store_path: Path | str | None) -> PKI:
         """The PKI beside the store at store_path (None: the default store's), `<store>.pki/`."""
         if store_path is None:
-            from kctl.store.sqlite import default_path
+            from kctl.store.open import local_path
 
-            store_path = default_path()
+            store_path = local_path(None)
         return cls(keyfiles.pki_dir(store_path))
 
     # -- making what is missing ----------------------------------------------------------

@@ -68,7 +68,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ContextManager, Iterator, Protocol, TypeVar
 
-from kctl.machinery.errors import APIError
+from kctl.machinery.errors import APIError, BadRequest
 
 #: kinds (ResourceType.group_kind) whose stored JSON every backend encrypts (kctl.store.encryption);
 #: a plain constant, so that reading a store never imports the crypto library unless a Secret is touched
@@ -90,6 +90,13 @@ class CommitConflict(StoreError):
     """
 
     reason, code = "Conflict", 409
+
+
+class TransactionTooLarge(BadRequest):
+    """An atomic batch needs more writes than one transaction of the store holds (max_writes_per_transaction).
+
+    Nothing was written. A caller that may write in parts (git sync) does so; others report it.
+    """
 
 
 class StoreUnavailable(StoreError):
@@ -198,6 +205,9 @@ class Store(Protocol):
     #: etcd bounds a transaction's operations (--max-txn-ops, 128 by default): callers with more
     #: independent writes split them into transactions of this size
     max_writes_per_transaction: int | None
+    #: whether each read is a network round trip (etcd: True; SQLite: False): the API server then reads the
+    #: kinds it needs on every request from watch-fed caches (kctl.apiserver.configcache)
+    reads_are_remote: bool
 
     def transaction(self) -> ContextManager[Transaction]:
         """A serializable, all-or-nothing write transaction; nested calls are savepoints of the outer one.

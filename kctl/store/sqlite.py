@@ -296,6 +296,7 @@ class Store:
         self.compact_batch = compact_batch
         self.page_bytes = page_bytes
         self.max_writes_per_transaction: int | None = None  # no limit
+        self.reads_are_remote = False  # a local file
         self._local = threading.local()
         self._wake = threading.Condition()
         #: bumped on every commit seen (this process's at once, others' by the tail); watchers wait on it

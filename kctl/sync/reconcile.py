@@ -24,7 +24,10 @@ GitSource controller (kctl.sync.controller). Running it twice does no harm. In o
 8. mode Report: a server-side dry run tells which objects differ (results "drifted",
    DriftDetected) and nothing is written. Mode Apply: every object through the same
    code as `kctl apply` (APIServer.write_all, atomic): one refusal by admission and
-   nothing of the revision is written (ApplyFailed, with the document's file:line);
+   nothing of the revision is written (ApplyFailed, with the document's file:line). A
+   revision that needs more writes than one store transaction holds (etcd: 32) is checked
+   whole by a dry run, then written in parts: a refusal still writes nothing, but a write
+   failing at commit (a race) leaves the parts before it, and the next round goes on;
 9. prune (spec.prune) the inventory entries the revision no longer holds, in
    kctl.sync.order.prune_order, each only while it keeps this source's label and uid;
 10. status through the status path (kctl.client.statuswriter: a Conflict re-reads and retries): Ready, Stalled,
@@ -46,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from kctl.machinery.errors import APIError, Conflict, NotFound
 from kctl.machinery.times import format_time
+from kctl.store.contract import TransactionTooLarge
 from kctl.sync.inventory import (PRUNE_FINALIZER, REVISION_ANNOTATION, SOURCE_LABEL, Entry, ObjectKey,
                                  annotations_of, group_kind_of, inventory_of, key_of_object, owner_of, prune_candidates,
                                  prune_share_exceeded, source_label_value, still_owned, sync_disabled,
@@ -651,7 +655,13 @@ class _Reconcile:
     def _write_atomic(self, writes: list[_Desired]) -> list[tuple[_Desired, "WriteResult"]]:
         if not writes:
             return []
-        outcomes = self.api.write_all([("apply", d.obj) for d in writes], atomic=True)
+        ops = [("apply", d.obj) for d in writes]
+        try:
+            outcomes = self.api.write_all(ops, atomic=True)
+        except TransactionTooLarge:  # more writes than one store transaction holds (etcd): checked whole, then in parts
+            outcomes = self.api.write_all(ops, dry_run=True)
+            if not any(o.error is not None for o in outcomes):
+                outcomes = self.api.write_all(ops)
         failed = [(d, o) for d, o in zip(writes, outcomes) if o.error is not None]
         if failed:
             first, outcome = failed[0]

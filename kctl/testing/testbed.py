@@ -3,17 +3,31 @@
 `TestBed(folder).up(n)` brings up hosts h1..hN. Each is a network namespace on a bridge
 of the bed's own, with an address of its own, an sshd (its own host key; the bed's client
 key lets root in) and a Podman service (its own storage, kctl's containers.conf) that
-holds the demo image (localhost/busybox:demo). kctl reaches them as it reaches real
+holds the demo image (localhost/busybox:demo).
+
+`up(n, control=K)` (or `start_control(K)` on a running bed) also brings up control hosts
+c1..cK for issue 17's several control hosts: network namespaces on the same bridge, no
+sshd or Podman, each running one member of one K-member TLS etcd cluster
+(kctl.testing.etcdcluster.EtcdCluster with its members in the hosts' namespaces; its CA,
+member and client certificates under the bed's folder). `etcd_store_args()` gives the
+`--store etcd://... --etcd-cafile/certfile/keyfile` a kctl needs, `control_command(cN,
+argv)` runs argv inside cN (its network namespace and a UTS namespace whose hostname is
+cN, so each control host's `kctl daemon` has its own leader identity). `cut`/`heal` take
+a control host's link down and up as a worker's; `stop_control()` (and `down`) stop its
+members and every process left in its namespace. kctl.testing.hadaemons runs a `kctl daemon`
+in each. The hosts share this machine's /run, so `remove_fences()` (and `down`) removes
+the leader terms kctl's fencing left for their Podman sockets. kctl reaches them as it reaches real
 machines: `kctl node add hN --ssh root@ADDRESS:22 --identity KEY --socket SOCKET`
 (`TestBed.node_add_args`, host keys from `known_hosts_line`). `cut`/`heal` take a host's
 link down and up, `rekey` gives it a new host key, `add` one more host, `serve_control`
 an sshd on the bridge address (the control host, for node mode); `down` removes
 everything the state file records, also after a crash or a partial `up`.
 
-Used by tests/e2e (the `testbed` fixture), benchmarks/multihost.py, `make testbed-up` /
-`make testbed-down`, and by hand:
+Used by tests/e2e (the `testbed` fixture; test_ha.py adds control hosts), benchmarks/multihost.py,
+benchmarks/failover.py, `make testbed-up [CONTROL=3]` / `make testbed-down`, and by hand:
 
-    python -m kctl.testing.testbed up|down|status|add|cut hN|heal hN|rekey hN [--dir DIR] [-n 3]
+    python -m kctl.testing.testbed up|down|status|add|cut hN|heal hN|rekey hN [--dir DIR] [-n 3] [--control 3]
+    python -m kctl.testing.testbed exec cN -- COMMAND...   # COMMAND inside control host cN
 
 What a bed owns, named from a small id (1-254) chosen from its folder, kept in its state:
 
@@ -24,6 +38,9 @@ What a bed owns, named from a small id (1-254) chosen from its folder, kept in i
                     10.77.<id>.(10+N); sshd and `podman system service` run inside it,
                     tracked by PID; storage, run and Podman network definitions
                     (`--network-config-dir hN/networks`) under hN/
+    control cN      netns kctl-<id>-cN, veth kv<id>cN, 10.77.<id>.(240+N); folder cN/; its etcd
+                    member (client port 2379, peer 2380 on that address, tracked by PID) keeps
+                    its data and the cluster's PKI under etcd/
 
 What kctl's pod network makes on a host (the `kctl` bridge network, routes of proto 76,
 the nft table `ip kctl-net`, sysctls) lives in the host's namespace and folder, so `down`
@@ -52,10 +69,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from kctl.runtime.service import CONTAINERS_CONF_FILE, ping, service_command
 from kctl.ssh import HostKey, host_pattern
+
+if TYPE_CHECKING:
+    from kctl.testing.etcdcluster import EtcdCluster
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_DEMO_IMAGE = REPO / "tools" / "build-demo-image.sh"
@@ -70,11 +90,19 @@ STOP_GRACE = 5.0             # seconds between SIGTERM and SIGKILL
 PODMAN_TIMEOUT = 180.0       # seconds one podman command (load, rm -af) may take
 FIRST_HOST_OCTET = 10        # hN is 10.77.<id>.(10+N)
 MAX_HOSTS = 200
+FIRST_CONTROL_OCTET = 240    # cN is 10.77.<id>.(240+N)
+MAX_CONTROL = 9
+ETCD = "/usr/bin/etcd"
+ETCD_CLIENT_PORT = 2379      # each member listens on its own control host's address
+ETCD_START_TIMEOUT = 60.0    # seconds a fresh cluster may take to elect a leader on a loaded machine
 TOOLS = ("ip", "nsenter", "ssh-keygen", "podman", SSHD)
+CONTROL_TOOLS = ("ip", "nsenter", "unshare", ETCD)
 
 
 class TestBedError(Exception):
     """A step of bringing a bed up or changing it failed; the message says which and why."""
+
+    __test__ = False  # not a pytest test class
 
 
 # -- helpers shared with tests/integration/conftest.py -----------------------------------------
@@ -256,12 +284,14 @@ def podman_env() -> dict[str, str]:
     return {**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF_FILE)}
 
 
-def missing_prerequisites() -> list[str]:
-    """Why a bed cannot come up on this machine ([] when it can)."""
+def missing_prerequisites(*, hosts: bool = True, control: bool = False) -> list[str]:
+    """Why a bed (worker hosts, control hosts) cannot come up on this machine ([] when it can)."""
     missing = [] if os.geteuid() == 0 else ["not root (network namespaces and rootful Podman need root)"]
-    for tool in TOOLS:
+    tools = (TOOLS if hosts else ()) + (CONTROL_TOOLS if control else ())
+    for tool in dict.fromkeys(tools):
         if shutil.which(tool) is None:
-            missing.append(f"{tool} is not installed (make system)")
+            what = "etcd-server" if tool == ETCD else tool
+            missing.append(f"{what} is not installed (make system)")
     return missing
 
 
@@ -311,12 +341,58 @@ class Host:
 
 
 @dataclass
+class ControlHost:
+    """One control host of the bed: a network namespace with an address and one etcd member."""
+
+    name: str
+    index: int
+    address: str
+    netns: str
+    veth: str
+    folder: str
+    etcd_pid: int | None = None
+    cut: bool = False
+
+    @property
+    def client_url(self) -> str:
+        """The etcd member's client URL (TLS)."""
+        return f"https://{self.address}:{ETCD_CLIENT_PORT}"
+
+    @property
+    def endpoint(self) -> str:
+        """host:port of the member, as an `etcd://` address lists it."""
+        return f"{self.address}:{ETCD_CLIENT_PORT}"
+
+    def nsenter(self) -> list[str]:
+        """The prefix running a command in the host's network namespace."""
+        return ["nsenter", f"--net=/run/netns/{self.netns}"]
+
+    def command(self, argv: list[str]) -> list[str]:
+        """argv run inside the host: its network namespace, and a UTS namespace whose hostname is the host's
+        name (so a `kctl daemon` there has its own leader identity and default node name)."""
+        return [*self.nsenter(), "unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"',
+                self.name, *argv]
+
+
+@dataclass
+class EtcdInfo:
+    """What a kctl needs to reach the bed's etcd cluster: its address and client TLS files."""
+
+    address: str
+    ca_file: str
+    cert_file: str
+    key_file: str
+
+
+@dataclass
 class _State:
     id: int
     bridge: str
     gateway: str
     hosts: dict[str, Host] = field(default_factory=dict)
     control_pid: int | None = None
+    controls: dict[str, ControlHost] = field(default_factory=dict)
+    etcd: EtcdInfo | None = None
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -326,7 +402,9 @@ class _State:
     def from_json(cls, text: str) -> "_State":
         data = json.loads(text)
         hosts = {name: Host(**host) for name, host in data.pop("hosts").items()}
-        return cls(hosts=hosts, **data)
+        controls = {name: ControlHost(**host) for name, host in (data.pop("controls", None) or {}).items()}
+        etcd = data.pop("etcd", None)
+        return cls(hosts=hosts, controls=controls, etcd=EtcdInfo(**etcd) if etcd else None, **data)
 
 
 class TestBed:
@@ -338,6 +416,7 @@ class TestBed:
         self.folder = Path(os.path.abspath(folder))
         self._lock = threading.RLock()
         self._state: _State | None = None
+        self._etcd: EtcdCluster | None = None  # the cluster this process started (kill/restart a member)
 
     # -- paths and what kctl needs ------------------------------------------------------------
 
@@ -376,6 +455,41 @@ class TestBed:
             return self.state.hosts[name]
         except KeyError:
             raise TestBedError(f"no host {name!r} in the bed (hosts: {', '.join(self.state.hosts)})") from None
+
+    @property
+    def control_hosts(self) -> list[ControlHost]:
+        return sorted(self.state.controls.values(), key=lambda host: host.index)
+
+    def control_host(self, name: str) -> ControlHost:
+        try:
+            return self.state.controls[name]
+        except KeyError:
+            known = ", ".join(self.state.controls) or "none"
+            raise TestBedError(f"no control host {name!r} in the bed (control hosts: {known})") from None
+
+    @property
+    def etcd(self) -> EtcdInfo:
+        """The etcd cluster of the control hosts (TestBedError when the bed has none)."""
+        if self.state.etcd is None:
+            raise TestBedError(f"the test bed in {self.folder} has no control hosts (start them with: up --control 3)")
+        return self.state.etcd
+
+    def etcd_address(self, *names: str) -> str:
+        """The `etcd://` address of the given control hosts' members (all, in order, when none are given)."""
+        hosts = [self.control_host(name) for name in names] if names else self.control_hosts
+        if not hosts:
+            raise TestBedError(f"the test bed in {self.folder} has no control hosts")
+        return "etcd://" + ",".join(host.endpoint for host in hosts)
+
+    def etcd_store_args(self, *names: str) -> list[str]:
+        """kctl's global options reaching the control hosts' etcd (only the named members', when given)."""
+        info = self.etcd
+        return ["--store", self.etcd_address(*names) if names else info.address, "--etcd-cafile", info.ca_file,
+                "--etcd-certfile", info.cert_file, "--etcd-keyfile", info.key_file]
+
+    def control_command(self, name: str, argv: list[str]) -> list[str]:
+        """argv run inside control host `name` (its network namespace, its hostname)."""
+        return self.control_host(name).command(argv)
 
     def node_add_args(self, name: str) -> list[str]:
         """What `kctl node add NAME` needs to reach host `name`."""
@@ -436,13 +550,16 @@ class TestBed:
 
     # -- up ---------------------------------------------------------------------------------------
 
-    def up(self, count: int = 3) -> "TestBed":
-        """Bring up `count` hosts; on failure remove what was made and raise TestBedError."""
-        problems = missing_prerequisites()
+    def up(self, count: int = 3, *, control: int = 0) -> "TestBed":
+        """Bring up `count` hosts and `control` control hosts with etcd; on failure remove what was made and
+        raise TestBedError."""
+        problems = missing_prerequisites(hosts=count > 0, control=control > 0)
         if problems:
             raise TestBedError("cannot start a test bed: " + "; ".join(problems))
-        if not 1 <= count <= MAX_HOSTS:
-            raise TestBedError(f"-n {count}: expected 1 to {MAX_HOSTS} hosts")
+        if not (0 if control else 1) <= count <= MAX_HOSTS:
+            raise TestBedError(f"-n {count}: expected 1 to {MAX_HOSTS} hosts (0 only with control hosts)")
+        if not 0 <= control <= MAX_CONTROL:
+            raise TestBedError(f"--control {control}: expected 0 to {MAX_CONTROL} control hosts")
         if self.state_file.exists():
             raise TestBedError(f"a test bed is up in {self.folder} already (remove it with: down)")
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -456,12 +573,16 @@ class TestBed:
                 run_command(["ip", "addr", "add", f"{self.state.gateway}/24", "dev", self.state.bridge])
                 run_command(["ip", "link", "set", self.state.bridge, "up"])
                 make_key(self.identity, comment=f"kctl-testbed-{bed_id}")
-                self._prepare_image()
+                if count:
+                    self._prepare_image()
                 for index in range(1, count + 1):
                     self._reserve_host(index)
-                with ThreadPoolExecutor(max_workers=count) as pool:
-                    list(pool.map(self._start_host, self.hosts))
+                if count:
+                    with ThreadPoolExecutor(max_workers=count) as pool:
+                        list(pool.map(self._start_host, self.hosts))
                 self._write_known_hosts()
+            if control:
+                self.start_control(control)
         except BaseException:
             self.down()
             raise
@@ -477,6 +598,104 @@ class TestBed:
             self._start_host(host)
             self._write_known_hosts()
             return host
+
+    # -- control hosts (issue 17) -------------------------------------------------------------------
+
+    def start_control(self, count: int = 3) -> list[ControlHost]:
+        """Control hosts c1..c<count>, each with one member of one new TLS etcd cluster; TestBedError (and
+        nothing left of them) when they do not come up."""
+        problems = missing_prerequisites(hosts=False, control=True)
+        if problems:
+            raise TestBedError("cannot start control hosts: " + "; ".join(problems))
+        if not 1 <= count <= MAX_CONTROL:
+            raise TestBedError(f"--control {count}: expected 1 to {MAX_CONTROL} control hosts")
+        try:
+            with self._exclusive():
+                if self.state.controls:
+                    raise TestBedError(f"the bed has control hosts already ({', '.join(self.state.controls)}): "
+                                       "stop them first")
+                hosts = [self._reserve_control(index) for index in range(1, count + 1)]
+                for host in hosts:
+                    self._start_control_host(host)
+                self._start_etcd(hosts)
+        except TestBedError as error:
+            self.stop_control()
+            raise TestBedError(f"control hosts did not come up: {error}") from None
+        except BaseException:
+            self.stop_control()
+            raise
+        return self.control_hosts
+
+    def _reserve_control(self, index: int) -> ControlHost:
+        bed_id = self.state.id
+        name = f"c{index}"
+        host = ControlHost(name=name, index=index, address=f"10.77.{bed_id}.{FIRST_CONTROL_OCTET + index}",
+                           netns=f"kctl-{bed_id}-{name}", veth=f"kv{bed_id}{name}", folder=str(self.folder / name))
+        with self._lock:
+            self.state.controls[name] = host
+            self._save()
+        return host
+
+    def _start_control_host(self, host: ControlHost) -> None:
+        Path(host.folder).mkdir(mode=0o700, exist_ok=True)
+        run_command(["ip", "netns", "add", host.netns])
+        run_command(["ip", "link", "add", host.veth, "type", "veth", "peer", "name", "eth0", "netns", host.netns])
+        run_command(["ip", "link", "set", host.veth, "master", self.state.bridge, "up"])
+        run_command(["ip", "-n", host.netns, "addr", "add", f"{host.address}/24", "dev", "eth0"])
+        run_command(["ip", "-n", host.netns, "link", "set", "eth0", "up"])
+        run_command(["ip", "-n", host.netns, "link", "set", "lo", "up"])
+
+    @property
+    def etcd_folder(self) -> Path:
+        """The control hosts' etcd cluster: members' data, PKI (CA, member and client certificates), logs."""
+        return self.folder / "etcd"
+
+    def _start_etcd(self, hosts: list[ControlHost]) -> None:
+        """One etcd member in each control host's namespace, on its address; PIDs and TLS files recorded."""
+        from kctl.testing.etcdcluster import EtcdCluster
+
+        cluster = EtcdCluster(self.etcd_folder, members=len(hosts), tls=True,  # in a netns: ports 2379, 2380
+                              netns=[host.netns for host in hosts], hosts=[host.address for host in hosts])
+        self._etcd = cluster
+        try:
+            cluster.start(timeout=ETCD_START_TIMEOUT)
+        except Exception as error:
+            raise TestBedError(f"etcd: {error}") from None
+        finally:
+            for host, member in zip(hosts, cluster.members):
+                host.etcd_pid = member.pid
+            self._save()
+        self.state.etcd = EtcdInfo(address=cluster.address, ca_file=str(cluster.ca_file),
+                                   cert_file=str(cluster.client_cert_file), key_file=str(cluster.client_key_file))
+        self._save()
+
+    def detach(self) -> None:
+        """Let the control hosts' etcd members outlive this process (the command's `up`; `down` ends them)."""
+        if self._etcd is not None:
+            self._etcd.detach()
+
+    def stop_control(self) -> None:
+        """Stop the control hosts' etcd members and every process in their namespaces (daemons a test started
+        there), delete their links, namespaces and folders, and the etcd folder. Idempotent."""
+        with self._exclusive():
+            state = self._read_state()
+            if state is None:
+                return
+            self._state = state
+            cluster, self._etcd = self._etcd, None
+            hosts = list(state.controls.values())
+            for host in hosts:
+                _stop_ours(host.etcd_pid, str(self.folder))
+            if cluster is not None:
+                with contextlib.suppress(Exception):
+                    cluster.stop()
+            for host in hosts:
+                _remove_control_host(host)
+            kill_processes_naming(self.etcd_folder)
+            shutil.rmtree(self.etcd_folder, ignore_errors=True)
+            state.controls.clear()
+            state.etcd = None
+            self._save()
 
     def _reserve_host(self, index: int) -> Host:
         """Record a host in the state before anything of it exists, so down() can always find it."""
@@ -579,7 +798,8 @@ class TestBed:
     # -- faults -------------------------------------------------------------------------------
 
     def cut(self, name: str) -> None:
-        """Cut host `name` off: its link goes down (it stays up inside, unreachable, like a partition)."""
+        """Cut host `name` (hN or cN) off: its link goes down (it stays up inside, unreachable, like a
+        partition)."""
         self._set_link(name, up=False)
 
     def heal(self, name: str) -> None:
@@ -588,10 +808,20 @@ class TestBed:
 
     def _set_link(self, name: str, *, up: bool) -> None:
         with self._exclusive():
-            host = self.host(name)
+            host: Host | ControlHost = self.control_host(name) if name in self.state.controls else self.host(name)
             run_command(["ip", "link", "set", host.veth, "up" if up else "down"])
             host.cut = not up
             self._save()
+
+    def remove_fences(self) -> None:
+        """Remove the hosts' fence folders (kctl.runtime.fencing: the leader terms that drove their Podman).
+
+        The bed's hosts share this machine's /run, so a term left there by one store's leaders would
+        refuse the lower terms of the next store's daemons; `down` and the HA tests call this."""
+        from kctl.runtime.fencing import remove_local_fence
+
+        for host in self.hosts:
+            remove_local_fence(host.socket)
 
     def rekey(self, name: str) -> HostKey:
         """Give host `name` a new host key: sshd and its open sessions end, then sshd starts with the new key."""
@@ -617,6 +847,12 @@ class TestBed:
                          "netns": os.path.exists(f"/run/netns/{host.netns}"), "socket": host.socket})
         return rows
 
+    def control_status(self) -> list[dict]:
+        """One row per control host: name, address, link, etcd member alive, netns present, client URL."""
+        return [{"name": host.name, "address": host.address, "link": "cut" if host.cut else "up",
+                 "etcd": alive(host.etcd_pid), "netns": os.path.exists(f"/run/netns/{host.netns}"),
+                 "url": host.client_url} for host in self.control_hosts]
+
     def down(self) -> None:
         """Remove everything of the bed: containers, processes, mounts, links, namespaces, the folder.
 
@@ -628,10 +864,14 @@ class TestBed:
             state = self._read_state()
             if state is not None:
                 self._state = state
+                self.remove_fences()
                 hosts = list(state.hosts.values())
                 if hosts:
                     with ThreadPoolExecutor(max_workers=len(hosts)) as pool:
                         list(pool.map(_remove_host, hosts))
+                for control in state.controls.values():
+                    _stop_ours(control.etcd_pid, str(self.folder))
+                    _remove_control_host(control)
                 _stop_ours(state.control_pid, str(self.folder))
                 run_command(["ip", "link", "del", state.bridge], check=False)
             kill_processes_naming(self.folder)
@@ -640,17 +880,52 @@ class TestBed:
         self._state = None
 
     def usage(self) -> str:
-        """How to use the bed with kctl: the commands to add its hosts, as `make testbed-up` prints them."""
+        """How to use the bed with kctl: the commands to add its hosts (and, with control hosts, to run a
+        daemon in each on the etcd store), as `make testbed-up` prints them."""
         kctl = _display(Path(sys.executable).with_name("kctl"))
+        where = "" if self.folder == DEFAULT_FOLDER else f" --dir {self.folder}"
+        bed = f"{_display(sys.executable)} -m kctl.testing.testbed"
+        controls = self.control_hosts
+        names = [h.name for h in self.hosts] + [c.name for c in controls]
         lines = [f"Test bed up in {_display(self.folder)}: bridge {self.state.bridge} "
-                 f"10.77.{self.state.id}.0/24, hosts {', '.join(h.name for h in self.hosts)}.",
-                 "Use it with a store of its own (make testbed-down removes it; stop the daemon first):",
-                 f"  export KCTL_STORE={self.folder}/kctl.db"]
+                 f"10.77.{self.state.id}.0/24, hosts {', '.join(names)}."]
+        if controls:
+            info = self.etcd
+            admin = self.folder / "admin"
+            lines += [f"Control hosts {', '.join(c.name for c in controls)} run one {len(controls)}-member etcd "
+                      "cluster (TLS, client certificates). kctl reaches it with (every command below):",
+                      f"  export KCTL_STORE={info.address}",
+                      f"  export KCTL_ETCD_CAFILE={info.ca_file} KCTL_ETCD_CERTFILE={info.cert_file} "
+                      f"KCTL_ETCD_KEYFILE={info.key_file}",
+                      f"  export KCTL_ETCD_STATE_DIR={admin}   # the store's key file and known_hosts (local side)",
+                      f"  # or, as flags: {' '.join(self.etcd_store_args())} --etcd-state-dir {admin}"]
+        else:
+            lines += ["Use it with a store of its own (make testbed-down removes it; stop the daemon first):",
+                      f"  export KCTL_STORE={self.folder}/kctl.db"]
+        if controls:
+            lines += [f"  {kctl} init   # the store's key file in $KCTL_ETCD_STATE_DIR (copied to each control host)"]
         for host in self.hosts:
             lines.append(f"  {kctl} node add {host.name} {' '.join(self.node_add_args(host.name))}")
-        lines.append(f"  for h in {' '.join(h.name for h in self.hosts)}; do {kctl} node trust $h --yes; done"
-                     f"   # the keys in {_display(self.known_hosts)}")
-        lines.append(f"  {kctl} daemon --node-monitor-grace-period 10 --default-toleration-seconds 5 &")
+        if self.hosts:
+            lines.append(f"  for h in {' '.join(h.name for h in self.hosts)}; do {kctl} node trust $h --yes; done"
+                         f"   # the keys in {_display(self.known_hosts)}")
+        if controls:
+            lines.append("A daemon in each control host (its own hostname: its own leader identity; its own etcd "
+                         "member first), on a copy of the state folder:")
+            for host in controls:
+                state = f"{self.folder}/{host.name}/state"
+                order = "etcd://" + ",".join(c.endpoint for c in [host, *(c for c in controls if c is not host)])
+                lines.append(f"  mkdir -p {state} && cp -a {admin}/. {state}/ && KCTL_ETCD_STATE_DIR={state} "
+                             f"KCTL_STORE={order} {bed} exec {host.name}{where} -- {kctl} daemon "
+                             f"{'' if self.hosts else '--no-agents '}--leader-elect-lease-duration 6 "
+                             "--leader-elect-renew-deadline 4 --leader-elect-retry-period 1 "
+                             f">{self.folder}/{host.name}/daemon.log 2>&1 &")
+            lines += [f"  {kctl} get lease kctl-controller-manager -n kube-system   # which control host leads",
+                      f"  {bed} cut c1{where}    # if c1 leads: another takes over within the lease; `heal c1` after"]
+        if not self.hosts:
+            return "\n".join(lines)
+        if not controls:
+            lines.append(f"  {kctl} daemon --node-monitor-grace-period 10 --default-toleration-seconds 5 &")
         lines.append(f"  {kctl} apply -f examples/web/ && {kctl} scale deployment web -n demo --replicas 3")
         lines.append(f"  {kctl} get pods -n demo -o wide -w     # web's 3 replicas spread over the hosts")
         lines.append("Service demo/web is a NodePort (30080): one port on any host's address reaches every replica,")
@@ -658,10 +933,17 @@ class TestBed:
         addresses = " ".join(h.address for h in self.hosts)
         lines.append(f"  for ip in {addresses}; do curl -s http://$ip:30080/; done")
         lines.append(f"  {kctl} get endpointslices -n demo      # the replicas' pod IPs behind it")
-        where = "" if self.folder == DEFAULT_FOLDER else f" --dir {self.folder}"
-        bed = f"{_display(sys.executable)} -m kctl.testing.testbed"
         lines.append(f"  {bed} cut h1{where}    # h1 NotReady, then its pods move; `heal h1` brings it back")
         return "\n".join(lines)
+
+
+def _remove_control_host(host: ControlHost) -> None:
+    """End every process in a control host's namespace (its etcd member, daemons), delete its link and netns."""
+    stop_pids(_pids_in_netns(host.netns))
+    run_command(["ip", "link", "del", host.veth], check=False)
+    if os.path.exists(f"/run/netns/{host.netns}"):
+        run_command(["ip", "netns", "del", host.netns], check=False)
+    shutil.rmtree(host.folder, ignore_errors=True)
 
 
 def _remove_host(host: Host) -> None:
@@ -708,28 +990,50 @@ def _display(path: str | os.PathLike) -> str:
 def _print_status(bed: TestBed) -> None:
     print(f"bed {bed.folder}: id {bed.state.id}, bridge {bed.state.bridge}, "
           f"control side {bed.state.gateway}")
-    print(f"{'HOST':<6}{'ADDRESS':<16}{'LINK':<6}{'SSHD':<6}{'PODMAN':<8}SOCKET")
     yes_no: Callable[[bool], str] = lambda flag: "yes" if flag else "no"  # noqa: E731
-    for row in bed.status():
-        print(f"{row['name']:<6}{row['address']:<16}{row['link']:<6}{yes_no(row['sshd']):<6}"
-              f"{yes_no(row['podman']):<8}{row['socket']}")
+    if bed.hosts:
+        print(f"{'HOST':<6}{'ADDRESS':<16}{'LINK':<6}{'SSHD':<6}{'PODMAN':<8}SOCKET")
+        for row in bed.status():
+            print(f"{row['name']:<6}{row['address']:<16}{row['link']:<6}{yes_no(row['sshd']):<6}"
+                  f"{yes_no(row['podman']):<8}{row['socket']}")
+    if bed.control_hosts:
+        print(f"{'HOST':<6}{'ADDRESS':<16}{'LINK':<6}{'ETCD':<6}{'NETNS':<8}ETCD URL")
+        for row in bed.control_status():
+            print(f"{row['name']:<6}{row['address']:<16}{row['link']:<6}{yes_no(row['etcd']):<6}"
+                  f"{yes_no(row['netns']):<8}{row['url']}")
+
+
+def _exec(bed: TestBed, name: str, argv: list[str]) -> int:
+    """Run argv inside control host `name` in the foreground (its network namespace and hostname)."""
+    if not argv:
+        raise TestBedError(f"exec {name}: give the command to run after --")
+    command = bed.control_command(name, argv)
+    os.execvp(command[0], command)
+    return 1  # not reached
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kctl.testing.testbed",
                                      description="Several Podman hosts on this machine, for kctl's multi-host tests.")
-    parser.add_argument("command", choices=("up", "down", "status", "add", "cut", "heal", "rekey"))
-    parser.add_argument("host", nargs="?", help="the host (hN) for cut, heal and rekey")
+    parser.add_argument("command", choices=("up", "down", "status", "add", "cut", "heal", "rekey", "exec"))
+    parser.add_argument("host", nargs="?", help="the host (hN, or cN for cut, heal and exec)")
     parser.add_argument("--dir", default=str(DEFAULT_FOLDER), help=f"the bed's folder (default {DEFAULT_FOLDER})")
     parser.add_argument("-n", type=int, default=3, help="hosts to bring up (up; default 3)")
-    args = parser.parse_args(argv)
+    parser.add_argument("--control", type=int, default=0,
+                        help="control hosts to bring up, each with one member of one etcd cluster (up; default 0)")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[argv.index("--") + 1:] if "--" in argv else []  # exec cN [--dir DIR] -- COMMAND...
+    args = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     bed = TestBed(args.dir)
-    needs_host = args.command in ("cut", "heal", "rekey")
+    needs_host = args.command in ("cut", "heal", "rekey", "exec")
     if needs_host != bool(args.host):
-        parser.error(f"{args.command} {'needs a host name (hN)' if needs_host else 'takes no host name'}")
+        parser.error(f"{args.command} {'needs a host name' if needs_host else 'takes no host name'}")
+    if command and args.command != "exec":
+        parser.error(f"{args.command} takes no command (only exec does)")
     try:
         if args.command == "up":
-            bed.up(args.n)
+            bed.up(args.n, control=args.control)
+            bed.detach()
             _print_status(bed)
             print()
             print(bed.usage())
@@ -746,6 +1050,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "rekey":
             key = bed.rekey(args.host)
             print(f"{args.host} has a new host key: {key.type} {key.fingerprint}")
+        elif args.command == "exec":
+            return _exec(bed, args.host, command)
         else:
             getattr(bed, args.command)(args.host)
             print(f"{args.host}: link {'down (cut off)' if args.command == 'cut' else 'up'}")

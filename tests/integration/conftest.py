@@ -144,6 +144,10 @@ def _tear_down(folder: str, service: LocalPodmanService | None) -> None:
     kill_processes_naming(folder)
     unmount_under(folder)
     shutil.rmtree(folder, ignore_errors=True)
+    if service is not None:  # the fence folders daemons leading over ssh:// made for this socket
+        from kctl.runtime.fencing import remove_local_fence
+
+        remove_local_fence(service.socket_path)
 
 
 def remove_pod_network_leftovers(runtime: PodmanRuntime) -> None:

@@ -16,7 +16,9 @@ what this writes:
   but that was deleted by hand is made again, one of ours whose Service no longer holds
   the address is deleted), and Services stored before kctl allocated addresses get theirs.
 
-Only a local store can be configured: with --server (node mode) there is nothing to do.
+Only a local store can be configured: with --server (node mode) there is nothing to do. The
+transaction is the store's `transact`: several daemons starting at once on one etcd store run it
+again until each sees the others' writes.
 """
 
 from __future__ import annotations
@@ -49,9 +51,12 @@ def configure(api: API, *, service_cidr: str, node_port_range: str) -> list[str]
 
     if not isinstance(api, APIServer):
         return []
-    warnings: list[str] = []
     now = _now()
-    with api.store.transaction() as txn:
+    store = api.store
+
+    def write(txn: Transaction) -> tuple[list[str], list[dict]]:
+        """The ranges, the repair and the missing addresses in one transaction; (warnings, the Services)."""
+        warnings: list[str] = []
         current = txn.get(SERVICE_CIDR_KIND, "", DEFAULT_SERVICE_CIDR_NAME)
         if current is None:
             txn.put(SERVICE_CIDR_KIND, "", DEFAULT_SERVICE_CIDR_NAME,
@@ -80,13 +85,16 @@ def configure(api: API, *, service_cidr: str, node_port_range: str) -> list[str]
         for svc in services:  # Services stored before kctl allocated addresses get theirs now
             meta = svc["metadata"]
             try:
-                with api.store.transaction():
+                with store.transaction():
                     filled = fill_missing(txn, svc, now=now)
                     if filled is not None:
                         txn.put("Service", meta.get("namespace") or "", meta["name"], filled, event="MODIFIED")
             except APIError as exc:
                 warnings.append(f"Service {meta.get('namespace')}/{meta['name']}: cannot allocate its addresses: "
                                 f"{exc.message}")
+        return warnings, services
+
+    warnings, services = store.transact(write)
     for svc in services:
         outside = sorted(p for p in service_node_ports(svc) if p not in ports)
         if outside:

@@ -4,9 +4,11 @@
 or, for a remote host, through an SSH tunnel (kctl.ssh.SSHTunnel: ssh forwards a local
 unix socket to the remote one, host keys verified); every call, exec and events included,
 then goes over that local socket, with one podman-py client per thread (a podman-py
-client is a requests.Session). `ServiceCalls` is the base of the runtime's parts
-(kctl.runtime.podman.pods, containers, images, volumes, exec_logs): GET/POST/DELETE on
-the libpod API through this thread's client.
+client is a requests.Session). With keep_alive=False (kctl.runtime.fencing's runtimes) no
+HTTP connection is kept between calls: every call opens a fresh one. `revoke()` ends the
+connection for good: every later call raises the error it was given. `ServiceCalls` is
+the base of the runtime's parts (kctl.runtime.podman.pods, containers, images, volumes,
+exec_logs): GET/POST/DELETE on the libpod API through this thread's client.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ class ServiceConnection:
     """A local unix socket to the service (direct or tunnelled over SSH) and one podman-py client per thread."""
 
     def __init__(self, base_url: str, *, identity: str | None, known_hosts: str | None,
-                 timeout: float) -> None:
+                 timeout: float, keep_alive: bool = True) -> None:
         self.timeout = timeout
+        self.keep_alive = keep_alive
+        self._revoked: RuntimeError_ | None = None  # revoke(): every call raises it from then on
         self._tunnel: SSHTunnel | None = None
         if base_url.startswith("ssh://"):
             with calling("Podman URL"):
@@ -50,6 +54,8 @@ class ServiceConnection:
 
     def socket_path(self) -> str:
         """The local socket of the service: Podman's own, or the SSH tunnel's (started when not running)."""
+        if self._revoked is not None:
+            raise type(self._revoked)(str(self._revoked))
         if self._suspended:
             raise HostUnreachable(self._suspended)
         if self._tunnel is not None:
@@ -73,6 +79,8 @@ class ServiceConnection:
             client = None
         if client is None:
             client = PodmanClient(base_url=f"unix://{socket_path}", timeout=self.timeout)
+            if not self.keep_alive:  # the service closes each connection after its answer
+                client.api.headers["Connection"] = "close"
             self._local.client = client
             self._local.generation = self._generation
             with self._lock:
@@ -91,6 +99,19 @@ class ServiceConnection:
     def resume(self) -> None:
         """Calls go through again (over a fresh tunnel)."""
         self._suspended = ""
+
+    def revoke(self, reason: str, *, error: type[RuntimeError_] = RuntimeError_) -> None:
+        """Calls fail at once with error(reason) from now on (resume() does not undo it); the tunnel
+        is ended, so streams over it end too, and every thread's client is closed."""
+        self._revoked = error(reason)
+        self._generation += 1
+        if self._tunnel is not None:
+            self._tunnel.reset()
+        with self._lock:
+            clients, self._clients = self._clients, []
+        for client in clients:
+            with contextlib.suppress(Exception):
+                client.close()
 
     def close(self) -> None:
         """Close every thread's client and the tunnel."""

@@ -57,7 +57,7 @@ def test_second_candidate_waits_for_expiry_or_release(api, advance, release, b_w
     spec = lease(api)["spec"]
     assert spec["holderIdentity"] == ("b" if b_wins else ("" if release else "a"))
     if b_wins:
-        assert spec["leaseTransitions"] == (0 if release else 1)
+        assert spec["leaseTransitions"] == 1  # a new holder, also after a release (client-go)
         assert not a.try_acquire_or_renew()  # the old holder sees it lost
 
 

@@ -1,9 +1,9 @@
 """Only the composition points choose the store backend: everything else types against kctl.store.contract.
 
 An AST walk of kctl/: an import of kctl.store.sqlite (the SQLite backend) appears only in
-kctl/store itself, the CLI (which opens the store a command names), kctl/apiserver/serve.py
-(which serves a store over SSH), and kctl/kubeapi/pki.py for `default_path` alone (the PKI
-lives beside the default store). A second backend (issue 17) is then chosen in those places only.
+kctl/store itself (kctl.store.open chooses SQLite or etcd from the address for every other
+caller: the CLI, kctl/apiserver/serve.py, kctl/kubeapi/pki.py) and in `kctl init`
+(kctl/cli/maintenance.py), which makes a SQLite store's folder as well.
 """
 
 from __future__ import annotations
@@ -20,9 +20,7 @@ BACKEND = "kctl.store.sqlite"
 #: module (relative to kctl/, a trailing / for a whole package) -> the names it may import (None: any)
 ALLOWED: dict[str, frozenset[str] | None] = {
     "store/": None,
-    "cli/": None,
-    "apiserver/serve.py": frozenset({"Store"}),
-    "kubeapi/pki.py": frozenset({"default_path"}),
+    "cli/maintenance.py": frozenset({"Store"}),
 }
 
 
@@ -52,9 +50,12 @@ def allowed(relative: str, name: str) -> bool:
     ("from kctl.store.contract import Store\n", "apiserver/server.py", []),
     ("import kctl.store.sqlite\n", "controllers/x.py", ["controllers/x.py:1: *"]),
     ("from kctl.store import sqlite\n", "ops/x.py", ["ops/x.py:1: *"]),
-    ("def f():\n    from kctl.store.sqlite import Store\n", "cli/x.py", []),
-    ("from kctl.store.sqlite import default_path, Store\n", "kubeapi/pki.py", ["kubeapi/pki.py:1: Store"]),
-], ids=["server-sqlite", "server-contract", "import-module", "from-package", "cli-composes", "pki-path-only"])
+    ("def f():\n    from kctl.store.sqlite import Store\n", "cli/x.py", ["cli/x.py:2: Store"]),
+    ("def f():\n    from kctl.store.sqlite import Store\n", "cli/maintenance.py", []),
+    ("from kctl.store.sqlite import default_path\n", "kubeapi/pki.py", ["kubeapi/pki.py:1: default_path"]),
+    ("from kctl.store.open import open_store\n", "apiserver/serve.py", []),
+], ids=["server-sqlite", "server-contract", "import-module", "from-package", "cli-opens-through-open",
+        "init-makes-sqlite", "pki-through-open", "serve-through-open"])
 def test_the_checker_finds_backend_imports(source, relative, expected):
     """The walk reports imports of the backend outside the composition points, and only those."""
     assert [f"{relative}:{line}: {name}" for line, name in backend_imports(source)

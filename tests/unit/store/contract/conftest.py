@@ -8,6 +8,8 @@ are sealed at rest).
 
 from __future__ import annotations
 
+import json
+import secrets
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +40,9 @@ class Backend:
     #: revisions have no gaps: the store's writes are the only ones that move the counter (not so on an
     #: etcd shared with other writers, or with index keys written in their own transactions)
     dense_revisions: bool = True
+    #: a restore keeps each object's resourceVersion (SQLite copies its rows); etcd cannot write at a chosen
+    #: revision, so a restore writes every object again and it gets a new one
+    restore_keeps_revisions: bool = True
 
 
 def _sqlite_make(folder: Path, **options: Any) -> Store:
@@ -67,14 +72,60 @@ SQLITE = Backend("sqlite", make=_sqlite_make, again=_sqlite_again,
                  child_open="from kctl.store.sqlite import Store\nstore = Store(sys.argv[1])\n",
                  address=lambda store: str(store.path), raw=_sqlite_raw)
 
-#: issue 17: the etcd backend joins here (a Backend whose `make` points a store at a test etcd
-#: under a fresh key prefix, whose `raw` reads every value under that prefix)
-BACKENDS = [SQLITE]
+#: the test session's etcd (tests/conftest.py's `etcd_cluster`), set by the `backend` fixture for ETCD
+_ETCD: dict[str, Any] = {}
+
+
+def _etcd_make(folder: Path, **options: Any) -> Store:
+    from kctl.store.etcd.address import parse_address
+    from kctl.store.etcd.store import EtcdStore
+
+    cluster = _ETCD["cluster"]
+    address = parse_address(f"{cluster.address}/t-{secrets.token_hex(6)}")  # each store a fresh prefix
+    return EtcdStore(address, state_path=folder / "state" / "kctl", tls=cluster.tls, **options)
+
+
+def _etcd_again(store: Store) -> Store:
+    from kctl.store.etcd.store import EtcdStore
+
+    return EtcdStore(store.address, state_path=store.path, tls=store.client.tls)
+
+
+def _etcd_address(store: Store) -> str:
+    tls = store.client.tls
+    return json.dumps({"address": store.where, "state": str(store.path),
+                       "tls": [tls.ca_file, tls.cert_file, tls.key_file] if tls else None})
+
+
+ETCD_CHILD_OPEN = """import json
+from kctl.store.etcd.address import EtcdTLS, parse_address
+from kctl.store.etcd.store import EtcdStore
+_cfg = json.loads(sys.argv[1])
+store = EtcdStore(parse_address(_cfg["address"]), state_path=_cfg["state"],
+                  tls=EtcdTLS(*_cfg["tls"]) if _cfg["tls"] else None)
+"""
+
+
+def _etcd_raw(store: Store) -> bytes:
+    from kctl.store.etcd.keys import b64, range_end, unb64
+
+    root = store.address.prefix + "/"
+    answer = store.client.call("/kv/range", {"key": b64(root), "range_end": range_end(root)})
+    return b"".join(unb64(kv["key"]) + b"=" + unb64(kv.get("value", "")) for kv in answer.get("kvs") or [])
+
+
+#: etcd gives a whole transaction one revision, and the session's etcd is shared by many stores (gaps)
+ETCD = Backend("etcd", make=_etcd_make, again=_etcd_again, child_open=ETCD_CHILD_OPEN, address=_etcd_address,
+               raw=_etcd_raw, revision_per_write=False, dense_revisions=False, restore_keeps_revisions=False)
+
+BACKENDS = [SQLITE, ETCD]
 
 
 @pytest.fixture(params=BACKENDS, ids=lambda b: b.name)
 def backend(request: pytest.FixtureRequest) -> Backend:
-    """The backend under test."""
+    """The backend under test (for etcd: the session's etcd cluster is started first)."""
+    if request.param is ETCD:
+        _ETCD["cluster"] = request.getfixturevalue("etcd_cluster")
     return request.param
 
 
@@ -101,7 +152,7 @@ def store(make_store: Callable[..., Store]) -> Store:
 
 @pytest.fixture
 def base(store: Store) -> int:
-    """The new store's revision before the test writes (1 on SQLite: the `default` Namespace)."""
+    """The new store's revision before the test writes (1 on SQLite: the `default` Namespace; etcd: its txn's)."""
     return store.revision()
 
 
