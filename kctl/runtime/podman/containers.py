@@ -8,16 +8,23 @@ kctl.runtime.podman.files.
 from __future__ import annotations
 
 import contextlib
+import time
 
 from podman import errors as podman_errors
 
-from kctl.runtime.interface import ContainerSpec, ContainerState, Mount, NotFoundInRuntime
+from kctl.runtime.interface import ContainerSpec, ContainerState, Mount, NotFoundInRuntime, RuntimeError_
 from kctl.runtime.podman.connection import ServiceCalls
 from kctl.runtime.podman.errors import calling, one_line
 from kctl.runtime.podman.files import files_tar, safe_join
 from kctl.runtime.podman.specgen import container_specgen, container_state, label_filters, labels_match
 
 STOP_HTTP_SLACK = 15.0           # seconds a stop call may take beyond its own timeout
+#: Podman's inspect races a container's exit: it reads /proc/<pid>/cgroup of a process that has just ended and
+#: answers 500 "... /cgroup: no such process" (seen by a fresh-clone run); asked again a moment later, it reports
+#: the exit. Inspect asks up to INSPECT_ATTEMPTS times, EXIT_RACE_PAUSE seconds apart, for that answer only.
+EXIT_RACE = "/cgroup: no such process"
+INSPECT_ATTEMPTS = 3
+EXIT_RACE_PAUSE = 0.1
 
 
 class Containers(ServiceCalls):
@@ -81,8 +88,15 @@ class Containers(ServiceCalls):
             self._delete(f"/containers/{container_id}", params={"force": True, "v": True})
 
     def inspect_container(self, container_id: str) -> ContainerState:
-        with calling(f"inspect container {container_id[:12]}"):
-            return container_state(self._get(f"/containers/{container_id}/json"))
+        for attempt in range(1, INSPECT_ATTEMPTS + 1):
+            try:
+                with calling(f"inspect container {container_id[:12]}"):
+                    return container_state(self._get(f"/containers/{container_id}/json"))
+            except RuntimeError_ as error:  # Podman's exit race (EXIT_RACE): ask again
+                if EXIT_RACE not in str(error) or attempt == INSPECT_ATTEMPTS:
+                    raise
+                time.sleep(EXIT_RACE_PAUSE)
+        raise AssertionError("unreachable")
 
     def write_files(self, container_id: str, directory: str, files: dict[str, tuple[bytes, int]]) -> None:
         """Put files (relative path -> (content, mode)) under directory in a created or running container."""
