@@ -1,8 +1,10 @@
 """Secrets encrypted at rest: the key file beside the store, and AES-GCM as Kubernetes' aesgcm provider.
 
-kctl.store.sqlite calls this module (lazily, only when a Secret row is written or read) to
-seal the stored JSON of every Secret, in `objects` and in the change log, and to open it
-again; kctl.store.migrations calls it to encrypt the clear Secrets of an older store.
+kctl.store.sqlite calls this module to seal the stored JSON of every Secret, in `objects` and
+in the change log, and to open it again (kctl.store.etcd.store does the same before a value
+reaches etcd); kctl.store.migrations calls it to encrypt the clear Secrets of an older store.
+Both stores inherit StoreKeys (their key file and its ring, read on first use); the crypto
+library is imported only when a Secret is sealed or opened.
 
 The key file is `<store>.keys` (e.g. `kctl.db.keys`), mode 0600, created on first use. It
 holds a Kubernetes EncryptionConfiguration (written as JSON, which is also YAML), so the
@@ -25,16 +27,13 @@ import base64
 import binascii
 import json
 import os
-import secrets as _secrets
 import stat
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from kctl.store.contract import ENCRYPTED_KINDS, StoreError  # noqa: F401  (the kinds sealed, kept by the contract)
-from kctl.store.privatefiles import write_private
 
 if TYPE_CHECKING:  # the crypto library is imported only when a Secret is sealed or opened
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -49,8 +48,7 @@ class EncryptionError(StoreError):
     """The key file is missing, unreadable or malformed, or a sealed value does not open with it."""
 
 
-@dataclass(frozen=True)
-class Key:
+class Key(NamedTuple):
     """One named AES key (16, 24 or 32 bytes)."""
 
     name: str
@@ -60,6 +58,28 @@ class Key:
 def key_path(store_path: Path) -> Path:
     """Where the keys of the store at store_path live: beside it, `<name>.keys`."""
     return store_path.with_name(store_path.name + ".keys")
+
+
+class StoreKeys:
+    """The key file and key ring of a store whose local anchor (state file) is `self.path`.
+
+    A base of kctl.store.sqlite.Store and kctl.store.etcd.store.EtcdStore: the key file is
+    `<path>.keys`, its KeyRing made on first use.
+    """
+
+    path: Path
+    _ring: KeyRing | None = None
+
+    @property
+    def key_path(self) -> Path:
+        """The key file sealing this store's Secrets: `<path>.keys`, beside the store's state."""
+        return key_path(self.path)
+
+    def keyring(self) -> KeyRing:
+        """The ring of the key file (it may not exist yet: see the stores' ensure_key)."""
+        if self._ring is None:
+            self._ring = KeyRing(self.key_path)
+        return self._ring
 
 
 def aad(kind: str, namespace: str, name: str) -> bytes:
@@ -77,7 +97,7 @@ def key_name_of(blob: bytes) -> str | None:
 
 def new_key() -> Key:
     """A fresh random 32-byte key with a name that is unique in practice (date + random)."""
-    return Key(f"key-{time.strftime('%Y%m%d', time.gmtime())}-{_secrets.token_hex(4)}", os.urandom(KEY_BYTES))
+    return Key(f"key-{time.strftime('%Y%m%d', time.gmtime())}-{os.urandom(4).hex()}", os.urandom(KEY_BYTES))
 
 
 def render(keys: list[Key]) -> bytes:
@@ -138,6 +158,8 @@ def _key(where: str, item: object) -> Key:
 
 def write_key_file(path: Path, keys: list[Key], *, replace: bool) -> bool:
     """Write keys to path atomically (0600). replace=False never overwrites: returns False if it exists."""
+    from kctl.store.privatefiles import write_private
+
     return write_private(path, render(keys), replace=replace)
 
 

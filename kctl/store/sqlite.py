@@ -39,6 +39,7 @@ from orjson import loads as _fast_loads
 
 from kctl.machinery.errors import Gone
 from kctl.store.contract import ENCRYPTED_KINDS, Change, StoreError
+from kctl.store.encryption import StoreKeys
 
 if TYPE_CHECKING:
     from kctl.store.encryption import KeyRing
@@ -283,7 +284,7 @@ class Transaction:
         self.changes.append(Change(rev, event, kind, namespace, name, obj))
 
 
-class Store:
+class Store(StoreKeys):
     """One SQLite file holding every object; safe to share between threads and processes."""
 
     def __init__(self, path: str | os.PathLike | None = None, *, synchronous: str = "FULL",
@@ -306,7 +307,6 @@ class Store:
         self._watchers = 0
         self._tail: threading.Thread | None = None
         self._tail_poll = DEFAULT_POLL
-        self._ring: KeyRing | None = None
         _secure_file(self.path)
         conn = self._conn()
         version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -354,18 +354,6 @@ class Store:
     def where(self) -> str:
         """The store's file, as messages name it."""
         return str(self.path)
-
-    @property
-    def key_path(self) -> Path:
-        """The key file of this store (`<store>.keys`), beside it."""
-        return self.path.with_name(self.path.name + ".keys")
-
-    def keyring(self) -> "KeyRing":
-        if self._ring is None:
-            from kctl.store.encryption import KeyRing
-
-            self._ring = KeyRing(self.key_path)
-        return self._ring
 
     def _decode(self, kind: str, namespace: str, name: str, data: str | bytes) -> dict:
         """A stored row's object; sealed rows (BLOBs) are decrypted first."""

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
 from kctl.machinery.errors import Gone
 from kctl.store.contract import ENCRYPTED_KINDS, Change, CommitConflict, StoreError
+from kctl.store.encryption import StoreKeys
 from kctl.store.etcd import keys
 from kctl.store.etcd.address import EtcdAddress, EtcdTLS
 from kctl.store.etcd.client import DEFAULT_TIMEOUT, EtcdClient
@@ -53,7 +54,7 @@ TRANSACT_TIMEOUT = 120.0
 LIST_CHUNK = 256
 
 
-class EtcdStore:
+class EtcdStore(StoreKeys):
     """The store contract on etcd; see the module docstring."""
 
     def __init__(self, address: EtcdAddress, *, state_path: str | Path, tls: EtcdTLS | None = None,
@@ -72,7 +73,6 @@ class EtcdStore:
         self.client = EtcdClient(address, tls=tls, request_timeout=request_timeout)
         self.layout = keys.Layout(address.prefix)
         self._local = threading.local()
-        self._ring: KeyRing | None = None
         self.horizon_seen = 0
         secure_folder(self.path.parent)
         self._bootstrap()
@@ -107,18 +107,6 @@ class EtcdStore:
     def where(self) -> str:
         """The etcd:// address, as messages name the store."""
         return str(self.address)
-
-    @property
-    def key_path(self) -> Path:
-        """The key file sealing this store's Secrets: `<state_path>.keys`."""
-        return self.path.with_name(self.path.name + ".keys")
-
-    def keyring(self) -> "KeyRing":
-        if self._ring is None:
-            from kctl.store.encryption import KeyRing
-
-            self._ring = KeyRing(self.key_path)
-        return self._ring
 
     def ensure_key(self) -> "KeyRing":
         """The key ring, its file made (0600) on first use; refused when etcd holds Secrets without it."""

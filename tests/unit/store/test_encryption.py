@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from kctl.store.encryption import PREFIX, EncryptionError, Key, KeyRing, key_name_of, render
+from kctl.store.encryption import PREFIX, EncryptionError, Key, KeyRing, StoreKeys, key_name_of, new_key, render
 from kctl.store.sqlite import Store, StoreError
 
 VALUE = "hunter2-very-distinctive"
@@ -32,6 +32,23 @@ def raw_rows(store: Store, kind: str = "Secret") -> list:
     conn = store._conn()
     return ([r[0] for r in conn.execute("SELECT data FROM objects WHERE kind=?", (kind,))]
             + [r[0] for r in conn.execute("SELECT data FROM changes WHERE kind=?", (kind,))])
+
+
+def test_store_keys_name_the_key_file_beside_the_state_and_keep_one_ring_per_store(tmp_path):
+    class Anchored(StoreKeys):
+        def __init__(self, path):
+            self.path = path
+
+    one, other = Anchored(tmp_path / "kctl.db"), Anchored(tmp_path / "other.db")
+    assert one.key_path == tmp_path / "kctl.db.keys"
+    assert one.keyring() is one.keyring() and one.keyring().path == one.key_path
+    assert other.keyring() is not one.keyring() and other.keyring().path == tmp_path / "other.db.keys"
+    assert issubclass(Store, StoreKeys)
+
+
+def test_new_key_names_are_dated_and_distinct():
+    names = {new_key().name for _ in range(50)}
+    assert len(names) == 50 and all(n.startswith("key-") and len(n.rsplit("-", 1)[1]) == 8 for n in names)
 
 
 @pytest.fixture
