@@ -363,23 +363,44 @@ class EtcdClient:
             return self._writer
 
     def stream(self, path: str, body: dict, *, session: requests.Session) -> requests.Response:
-        """Open a streaming POST (a watch) on the first member that answers; StoreUnavailable if none does."""
+        """Open a streaming POST (a watch) on the first member that answers; StoreUnavailable if none does.
+
+        As a read: a member gets attempt_timeout to send the response's headers (etcd's gateway sends
+        them with the watch's "created" message); then, if it answers its status (slow, not gone), the
+        rest of request_timeout, else it is avoided and the next one asked. Once the headers came, the
+        stream has no read timeout (a quiet watch stays open).
+        """
         failures: dict[str, str] = {}
+        deadline = time.monotonic() + self.request_timeout
         for index in self._order():
             base = self.urls[index]
-            try:
-                # hasleader: etcd ends the stream when this member loses its leader (clientv3.WithRequireLeader)
-                response = session.post(base + "/v3" + path, json=body, stream=True,
-                                        headers={"Grpc-Metadata-hasleader": "true"},
-                                        timeout=(CONNECT_TIMEOUT, None))
-            except requests.exceptions.RequestException as error:
-                failures[base] = _reason(error)
-                continue
-            if response.status_code == 200:
-                self._answered(index)
-                return response
-            failures[base] = _error_text(response)
-            response.close()
+            patient = False
+            while True:
+                started = time.monotonic()
+                remaining = max(0.0, deadline - started)
+                wait = remaining if patient else min(self.attempt_timeout, remaining)
+                try:
+                    # hasleader: etcd ends the stream when this member loses its leader (clientv3.WithRequireLeader)
+                    response = session.post(base + "/v3" + path, json=body, stream=True,
+                                            headers={"Grpc-Metadata-hasleader": "true"},
+                                            timeout=(CONNECT_TIMEOUT, wait))
+                except requests.exceptions.ReadTimeout:
+                    if not patient and wait < remaining and base not in self.probe(since=started):
+                        patient = True
+                        continue
+                    failures[base] = f"no answer within {wait:g} s"
+                    self.avoid(base)
+                    break
+                except requests.exceptions.RequestException as error:
+                    failures[base] = _reason(error)
+                    break
+                if response.status_code == 200:
+                    self._answered(index)
+                    _no_read_timeout(response)
+                    return response
+                failures[base] = _error_text(response)
+                response.close()
+                break
         raise self.unavailable(failures, write=False, unknown=False)
 
     # -- diagnosis ---------------------------------------------------------------------------
@@ -446,6 +467,13 @@ class EtcdClient:
         detail = "; ".join(f"{url}: {reason}" for url, reason in failures.items()) or "no time left"
         lost = f" ({len(silent)} of {total} members do not answer: {', '.join(silent)})" if silent else ""
         return StoreUnavailable(f"etcd: the request failed{lost}: {detail}; {outcome}")
+
+
+def _no_read_timeout(response: requests.Response) -> None:
+    """Let a stream whose headers came wait for its body without end (the opening request's timeout was for them)."""
+    sock = getattr(getattr(response.raw, "connection", None), "sock", None)
+    if sock is not None:  # (None: the body has ended already; reading it says so)
+        sock.settimeout(None)
 
 
 def resend_is_harmless(body: dict) -> bool:

@@ -307,3 +307,131 @@ def test_a_probe_is_shared_only_with_threads_that_waited_before_it_began(monkeyp
     assert client.probe(since=waited) == ["http://c:1"] and len(calls) == 1
     time.sleep(0.01)
     assert client.probe(since=time.monotonic()) == ["http://c:1"] and len(calls) == 2
+
+
+class _StreamMember:
+    """A fake member on a raw socket: `silent` accepts and never answers; else it answers its status at once and
+    a watch with headers and one line after `delay` seconds, and a second line once `go` is set."""
+
+    def __init__(self, *, silent: bool, delay: float = 0.0) -> None:
+        self.silent = silent
+        self.delay = delay
+        self.go = threading.Event()
+        self.done = threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.endpoint = f"127.0.0.1:{self.listener.getsockname()[1]}"
+        self.accepted: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.done.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.accepted.append(conn)
+            if not self.silent:
+                threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        def chunk(line: bytes) -> bytes:
+            return b"%x\r\n%s\r\n" % (len(line), line)
+
+        try:
+            request = conn.recv(65536)  # the request (small enough for one read)
+            if b"/maintenance/status" in request.split(b"\r\n", 1)[0]:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+                return
+            time.sleep(self.delay)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         + chunk(b'{"result":{"created":true}}\n'))
+            if self.go.wait(30) and not self.done.is_set():
+                conn.sendall(chunk(b'{"result":{"events":[]}}\n'))
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self.done.set()
+        self.go.set()
+        self.listener.close()
+        for conn in self.accepted:
+            conn.close()
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture
+def stream_member() -> Iterator[Callable[..., _StreamMember]]:
+    """A factory of _StreamMembers, closed afterwards."""
+    made: list[_StreamMember] = []
+
+    def make(*, silent: bool, delay: float = 0.0) -> _StreamMember:
+        made.append(_StreamMember(silent=silent, delay=delay))
+        return made[-1]
+
+    yield make
+    for member in made:
+        member.close()
+
+
+def open_watch(client: EtcdClient) -> Any:
+    """client.stream's response for a watch, or the exception it raised (run in a thread: never hangs the test)."""
+    outcome: list[Any] = []
+    session = client.new_session()
+
+    def run() -> None:
+        try:
+            outcome.append(client.stream("/watch", {"create_request": {"key": "YQ=="}}, session=session))
+        except Exception as error:  # noqa: BLE001 - the test looks at it
+            outcome.append(error)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout=30)
+    assert outcome, "opening the watch still waits for a member that never answers"
+    return outcome[0]
+
+
+def test_a_watch_is_not_held_by_a_member_that_accepts_and_never_answers(stream_member):
+    """The watch's opening request times out on a silent member: StoreUnavailable naming it, the member avoided."""
+    silent = stream_member(silent=True)
+    client = EtcdClient(EtcdAddress((silent.endpoint,)), request_timeout=10, attempt_timeout=0.2)
+    try:
+        outcome = open_watch(client)
+    finally:
+        client.close_all()
+    assert isinstance(outcome, StoreUnavailable), outcome
+    assert "no member answers" in outcome.message and silent.endpoint in outcome.message
+    assert client._order() == [0] and client._avoid_until
+
+
+def test_a_watch_opens_on_the_next_member_and_then_outlives_the_header_timeout(stream_member):
+    """Silent first member: the watch opens on the second; the open stream then waits past attempt_timeout."""
+    silent, live = stream_member(silent=True), stream_member(silent=False)
+    client = EtcdClient(EtcdAddress((silent.endpoint, live.endpoint)), request_timeout=10, attempt_timeout=0.2)
+    try:
+        response = open_watch(client)
+        assert not isinstance(response, Exception), response
+        lines = response.iter_lines(chunk_size=None)
+        assert next(lines) == b'{"result":{"created":true}}'
+        assert client._order() == [1, 0]  # the silent one is asked last now
+        time.sleep(1.0)  # five times the header timeout with nothing on the stream
+        live.go.set()
+        assert next(lines) == b'{"result":{"events":[]}}'
+        response.close()
+    finally:
+        client.close_all()
+
+
+def test_a_watch_waits_for_a_slow_member_that_answers_its_status(stream_member):
+    """Headers later than attempt_timeout from a member that answers its status: the watch opens on it."""
+    slow = stream_member(silent=False, delay=0.8)
+    client = EtcdClient(EtcdAddress((slow.endpoint,)), request_timeout=10, attempt_timeout=0.2)
+    try:
+        response = open_watch(client)
+        assert not isinstance(response, Exception), response
+        assert next(response.iter_lines(chunk_size=None)) == b'{"result":{"created":true}}'
+        assert not client._avoid_until
+        response.close()
+    finally:
+        client.close_all()
