@@ -51,6 +51,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kctl.testing import processes
+from kctl.testing.processes import alive, spawn, stop_pids, wait_ended, wait_listening
+
 if TYPE_CHECKING:
     from kctl.store.etcd.address import EtcdTLS
 
@@ -191,7 +194,7 @@ class EtcdCluster:
         """Start every member and wait until each answers /health; on failure stop all and raise EtcdClusterError."""
         if not Path(self.binary).exists():
             raise EtcdClusterError(f"{self.binary} is missing: install etcd-server (`make system`)")
-        running = [m.name for m in self.members if m.pid and _alive(m.pid)]
+        running = [m.name for m in self.members if m.pid and alive(m.pid)]
         if running:
             raise EtcdClusterError(f"etcd members {', '.join(running)} are running already: stop() first")
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -232,14 +235,14 @@ class EtcdCluster:
         if member.pid and self._ours(member):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(member.pid, signal.SIGKILL)
-            self._wait_gone([member.pid], 30.0)
+            wait_ended([member.pid], 30.0, ended=self._ended)
         member.pid = None
         self._write_state()
 
     def restart(self, index: int, *, timeout: float = START_TIMEOUT) -> None:
         """Start member index again on its data and wait until it listens (it answers requests only with quorum)."""
         member = self.members[index]
-        if member.pid and _alive(member.pid):
+        if member.pid and alive(member.pid):
             raise EtcdClusterError(f"etcd member {member.name} is still running (pid {member.pid})")
         self._spawn(index)
         self._write_state()
@@ -254,7 +257,7 @@ class EtcdCluster:
         with self.session() as session:
             while waiting:
                 for member in list(waiting):
-                    if not member.pid or not _alive(member.pid):
+                    if not member.pid or not alive(member.pid):
                         raise EtcdClusterError(f"etcd member {member.name} ({member.client_url}) is not running: "
                                                f"{log_tail(member.log)}")
                     try:
@@ -342,27 +345,20 @@ class EtcdCluster:
     def _spawn(self, index: int) -> None:
         member = self.members[index]
         Path(member.data_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
-        with open(member.log, "ab") as out:
-            try:
-                process = subprocess.Popen(self._command(member), stdin=subprocess.DEVNULL, stdout=out,
-                                           stderr=subprocess.STDOUT, cwd=self.folder, start_new_session=True,
-                                           env=_member_env())
-            except OSError as error:
-                raise EtcdClusterError(f"cannot start etcd member {member.name}: {error}") from None
+        try:
+            process = spawn(self._command(member), log=member.log, cwd=self.folder, env=_member_env())
+        except OSError as error:
+            raise EtcdClusterError(f"cannot start etcd member {member.name}: {error}") from None
         member.pid = process.pid
         self._processes[process.pid] = process
 
     def _wait_listening(self, member: EtcdMember, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            if not member.pid or not _alive(member.pid):
-                raise EtcdClusterError(f"etcd member {member.name} exited: {log_tail(member.log)}")
-            with contextlib.suppress(OSError), socket.create_connection((member.host, member.client_port), timeout=1):
-                return
-            if time.monotonic() > deadline:
-                raise EtcdClusterError(f"etcd member {member.name} did not listen on {member.endpoint} within "
-                                       f"{timeout:g} s: {log_tail(member.log)}")
-            time.sleep(0.05)
+        why = wait_listening(member.host, member.client_port, pid=member.pid or 0, timeout=timeout)
+        if why == "exited":
+            raise EtcdClusterError(f"etcd member {member.name} exited: {log_tail(member.log)}")
+        if why:
+            raise EtcdClusterError(f"etcd member {member.name} did not listen on {member.endpoint} within "
+                                   f"{timeout:g} s: {log_tail(member.log)}")
 
     def _ours(self, member: EtcdMember) -> bool:
         """Whether member.pid is still the etcd we started (its command line names its data dir)."""
@@ -373,27 +369,12 @@ class EtcdCluster:
 
     def _stop_members(self, *, grace: float = STOP_GRACE) -> None:
         pids = [m.pid for m in self.members if m.pid and self._ours(m)]
-        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 30.0)):
-            for pid in pids:
-                if _alive(pid):
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, sig)
-            if self._wait_gone(pids, wait):
-                break
+        stop_pids(pids, grace=grace, kill_wait=30.0, ended=self._ended)
         for member in self.members:
             member.pid = None
 
-    def _wait_gone(self, pids: list[int], timeout: float) -> bool:
-        """Until none of pids runs (our children: until reaped, so none is left a zombie); False on time out."""
-        deadline = time.monotonic() + timeout
-        while True:
-            if all(self._ended(pid) for pid in pids):
-                return True
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.05)
-
     def _ended(self, pid: int) -> bool:
+        """Whether pid has ended (our children: once reaped, so none is left a zombie)."""
         process = self._processes.get(pid)
         if process is not None:   # a Go process shows Z before its last thread exits: wait for the reaping
             if process.poll() is None:
@@ -403,7 +384,7 @@ class EtcdCluster:
         try:   # our child started by another EtcdCluster of this process (attach): ended once reaped
             return os.waitpid(pid, os.WNOHANG)[0] == pid
         except ChildProcessError:   # not our child (or reaped already)
-            return not _alive(pid)
+            return not alive(pid)
 
     def _cleanup_data(self) -> None:
         for member in self.members:
@@ -536,24 +517,9 @@ def _member_env() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if not key.startswith("ETCD_")}
 
 
-def _alive(pid: int | None) -> bool:
-    """Whether process pid exists and is not a zombie."""
-    if not pid:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def log_tail(log: str | os.PathLike, *, lines: int = 3) -> str:
     """The last lines of a member's log, joined (etcd's zap logs are JSON lines)."""
-    try:
-        text = Path(log).read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return "(no log)"
-    return " | ".join(text[-lines:]) if text else "(empty log)"
+    return processes.log_tail(log, lines=lines)
 
 
 # -- command line ----------------------------------------------------------------------------------
@@ -588,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _print_status(cluster: EtcdCluster) -> None:
     for member in cluster.members:
-        state = f"pid {member.pid}" if member.pid and _alive(member.pid) else "stopped"
+        state = f"pid {member.pid}" if member.pid and alive(member.pid) else "stopped"
         print(f"{member.name}  {member.client_url}  {state}")
     print(f"--store {cluster.address}")
     if cluster.use_tls:

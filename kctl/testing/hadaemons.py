@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Sequence
 
+from kctl.testing.processes import spawn
 from kctl.testing.testbed import TestBed, TestBedError
 
 if TYPE_CHECKING:
@@ -174,11 +175,8 @@ class ControlDaemons:
             if not daemon.state_dir.exists():
                 shutil.copytree(self.admin_dir, daemon.state_dir, ignore=shutil.ignore_patterns("*.lock"))
                 daemon.state_dir.chmod(0o700)
-            with open(daemon.log, "ab") as log:
-                daemon.process = subprocess.Popen(
-                    self.bed.control_command(name, self.daemon_argv()), stdin=subprocess.DEVNULL, stdout=log,
-                    stderr=subprocess.STDOUT, start_new_session=True,
-                    env=self.env(state_dir=daemon.state_dir, members=self.own_member_first(name)))
+            daemon.process = spawn(self.bed.control_command(name, self.daemon_argv()), log=daemon.log,
+                                   env=self.env(state_dir=daemon.state_dir, members=self.own_member_first(name)))
 
     def stop(self, *names: str, sig: int = signal.SIGTERM, timeout: float = STOP_TIMEOUT) -> None:
         """Stop the named daemons (all by default): sig, SIGKILL after timeout seconds."""

@@ -61,7 +61,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -73,6 +72,8 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from kctl.runtime.service import CONTAINERS_CONF_FILE, ping, service_command
 from kctl.ssh import HostKey, host_pattern
+from kctl.testing import processes
+from kctl.testing.processes import alive, log_tail, reap, spawn, wait_listening
 
 if TYPE_CHECKING:
     from kctl.testing.etcdcluster import EtcdCluster
@@ -131,26 +132,12 @@ def public_key(pub_file: str | os.PathLike) -> HostKey:
 
 
 def wait_for_port(host: str, port: int, *, pid: int, log: str, timeout: float = START_TIMEOUT) -> None:
-    """Until something accepts on host:port; TestBedError if process `pid` exits or time runs out."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not alive(pid):
-            raise TestBedError(f"sshd on {host}:{port} exited: {log_tail(log)}")
-        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1):
-            return
-        time.sleep(0.05)
-    raise TestBedError(f"sshd did not listen on {host}:{port} within {timeout:g} s: {log_tail(log)}")
-
-
-def alive(pid: int | None) -> bool:
-    """Whether process pid exists and is not a zombie."""
-    if not pid:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    """Until sshd accepts on host:port; TestBedError if process `pid` exits or time runs out."""
+    why = wait_listening(host, port, pid=pid, timeout=timeout)
+    if why == "exited":
+        raise TestBedError(f"sshd on {host}:{port} exited: {log_tail(log)}")
+    if why:
+        raise TestBedError(f"sshd did not listen on {host}:{port} within {timeout:g} s: {log_tail(log)}")
 
 
 def kill_processes_naming(folder: str | os.PathLike) -> None:
@@ -161,7 +148,7 @@ def kill_processes_naming(folder: str | os.PathLike) -> None:
         with contextlib.suppress(OSError):
             if pid not in spared and marker in Path(f"/proc/{pid}/cmdline").read_bytes():
                 os.kill(pid, signal.SIGKILL)
-                _reap(pid)
+                reap(pid)
 
 
 def unmount_under(folder: str | os.PathLike) -> None:
@@ -212,33 +199,9 @@ def _ancestors() -> set[int]:
     return pids
 
 
-def _reap(pid: int) -> None:
-    """Collect our child's exit status, so a process we started and ended leaves no zombie."""
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)
-
-
-def log_tail(log: str | os.PathLike) -> str:
-    try:
-        lines = Path(log).read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return "(no log)"
-    return lines[-1] if lines else "(empty log)"
-
-
 def stop_pids(pids: list[int], *, grace: float = STOP_GRACE) -> None:
-    """SIGTERM the processes, SIGKILL those still alive after grace seconds, wait until they are gone."""
-    pids = [pid for pid in pids if alive(pid)]
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            if alive(pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, sig)
-        deadline = time.monotonic() + grace
-        while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
-            for pid in pids:
-                _reap(pid)
-            time.sleep(0.05)
+    """SIGTERM the processes, SIGKILL those still alive after grace seconds, wait (grace s) until they are gone."""
+    processes.stop_pids(pids, grace=grace)
 
 
 def _stop_ours(pid: int | None, marker: str) -> None:
@@ -270,13 +233,10 @@ def _pids_in_netns(netns: str, *, exe: str | None = None) -> list[int]:
 
 def _spawn(argv: list[str], *, log: str, cwd: str, env: dict | None = None) -> int:
     """Start argv in a session of its own, output to log; its PID (it outlives us when we exit)."""
-    with open(log, "ab") as out:
-        try:
-            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                       cwd=cwd, env=env, start_new_session=True)
-        except OSError as error:
-            raise TestBedError(f"cannot start {argv[0]}: {error}") from None
-    return process.pid
+    try:
+        return spawn(argv, log=log, cwd=cwd, env=env).pid
+    except OSError as error:
+        raise TestBedError(f"cannot start {argv[0]}: {error}") from None
 
 
 def podman_env() -> dict[str, str]:
@@ -937,28 +897,29 @@ class TestBed:
         return "\n".join(lines)
 
 
-def _remove_control_host(host: ControlHost) -> None:
-    """End every process in a control host's namespace (its etcd member, daemons), delete its link and netns."""
+def _remove_namespace(host: Host | ControlHost) -> None:
+    """End every process in a host's network namespace, delete its link and the namespace."""
     stop_pids(_pids_in_netns(host.netns))
     run_command(["ip", "link", "del", host.veth], check=False)
     if os.path.exists(f"/run/netns/{host.netns}"):
         run_command(["ip", "netns", "del", host.netns], check=False)
+
+
+def _remove_control_host(host: ControlHost) -> None:
+    """End every process in a control host's namespace (its etcd member, daemons), delete its link and netns."""
+    _remove_namespace(host)
     shutil.rmtree(host.folder, ignore_errors=True)
 
 
 def _remove_host(host: Host) -> None:
     """Stop a host's Podman service, remove its containers, end its processes, delete its link and netns."""
     _stop_ours(host.podman_pid, host.folder)
-    netns_exists = os.path.exists(f"/run/netns/{host.netns}")
-    if netns_exists and Path(host.folder, "storage").exists():
+    if os.path.exists(f"/run/netns/{host.netns}") and Path(host.folder, "storage").exists():
         for what in (["pod", "rm", "-a", "-f", "-t", "0"], ["rm", "-a", "-f", "-t", "0"]):
             run_command([*host.nsenter(), "podman", *host.podman_args(), *what], check=False, env=podman_env(),
                  timeout=PODMAN_TIMEOUT)
     _stop_ours(host.sshd_pid, host.folder)
-    stop_pids(_pids_in_netns(host.netns))  # sshd sessions, conmon, a node-mode daemon...
-    run_command(["ip", "link", "del", host.veth], check=False)
-    if netns_exists:
-        run_command(["ip", "netns", "del", host.netns], check=False)
+    _remove_namespace(host)  # sshd sessions, conmon, a node-mode daemon...
 
 
 def _choose_id(folder: Path) -> int:
