@@ -4,7 +4,6 @@ two handles whose transactions conflict re-run (no address given twice, no updat
 
 from __future__ import annotations
 
-import secrets
 import threading
 
 import pytest
@@ -12,25 +11,6 @@ import pytest
 from kctl.apiserver.contract import Binding
 from kctl.apiserver.server import APIServer
 from kctl.machinery.errors import BadRequest
-
-
-@pytest.fixture
-def etcd_apis(etcd_cluster, tmp_path):
-    """A factory of API servers, each on its own handle of one fresh etcd store (closed after the test)."""
-    from kctl.store.etcd.address import parse_address
-    from kctl.store.etcd.store import EtcdStore
-
-    address = parse_address(f"{etcd_cluster.address}/t-{secrets.token_hex(6)}")
-    opened: list[APIServer] = []
-
-    def make() -> APIServer:
-        store = EtcdStore(address, state_path=tmp_path / "state" / "kctl", tls=etcd_cluster.tls)
-        opened.append(APIServer(store, user="tester", audit_log=None))
-        return opened[-1]
-
-    yield make
-    for api in opened:
-        api.close()
 
 
 def config_map(name: str, value: str = "v") -> dict:
