@@ -24,6 +24,8 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import add, mul
 from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
 from kctl.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
@@ -538,12 +540,10 @@ class Framework:
                 log.exception("Score plugin %s failed", p.NAME)
                 return totals, Status(Code.ERROR, (f"running Score plugin {p.NAME}: {exc}",), p.NAME)
             weight = self.weights[p.NAME]
-            if first and weight == 1:
-                totals = list(scores)  # the first plugin's scores are the totals so far
-            elif weight == 1:
-                totals = [t + s for t, s in zip(totals, scores)]
-            else:
-                totals = [t + s * weight for t, s in zip(totals, scores)]
+            if weight != 1:
+                scores = list(map(mul, scores, repeat(weight, len(scores))))
+            # the first plugin's scores are the totals so far
+            totals = list(scores) if first else list(map(add, totals, scores))
             first = False
         return totals, None
 

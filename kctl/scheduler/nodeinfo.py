@@ -1,4 +1,4 @@
-"""What the scheduler knows about pods and nodes: Resource, PodInfo, NodeInfo, Snapshot.
+"""What the scheduler knows about pods and nodes: Resource, PodInfo, NodeInfo, Usage, Snapshot.
 
 kube-scheduler's framework/types.go cut down. The scheduler cache (kctl.scheduler.cache)
 builds a NodeInfo per Node from the Node object and the pods placed on it; each
@@ -8,16 +8,23 @@ plugins need from a pod, parsed once: requests, host ports, affinity terms, tole
 
 Quantities are kept as integers, as kube-scheduler keeps them: CPU in millicores,
 memory and storage in bytes, other (scalar) resources in their own units.
+
+Not in kube-scheduler: each NodeInfo carries a `Usage`, one shared object per distinct
+state of its resources and pod count, so that NodeResourcesFit and BalancedAllocation
+answer once per state rather than once per node in a cycle's window (`per_usage`; the
+same answers, kube's decisions unchanged).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NewType
+from operator import attrgetter
+from typing import Any, Callable, NewType, Protocol, TypeVar
 
 from kctl.machinery.quantity import parse_quantity
 
+T = TypeVar("T")
 PodKey = NewType("PodKey", str)  # "namespace/name"
 NodeName = NewType("NodeName", str)
 
@@ -228,6 +235,82 @@ class PodInfo:
         return f"PodInfo({self.key})"
 
 
+class Usage:
+    """A token for what a node has and what its pods take: every resource figure, and its pod count.
+
+    Nodes in the same state share one Usage object (interned by `usage_of`), so a plugin
+    whose answer depends only on the node's resources (NodeResourcesFit's Filter and
+    Score, BalancedAllocation) can work it out once per distinct state over a window of
+    nodes (`per_usage`) instead of once per node. `figures` is what it stands for.
+    """
+
+    __slots__ = ("figures",)
+
+    def __init__(self, figures: tuple) -> None:
+        self.figures = figures
+
+    def __repr__(self) -> str:
+        return f"Usage{self.figures}"
+
+
+#: figures -> their one Usage; cleared when full (later nodes then get new tokens: fewer shared, still right)
+_USAGES: dict[tuple, Usage] = {}
+_USAGES_MAX = 1 << 16
+
+
+def _figures(r: Resource) -> tuple:
+    return (r.milli_cpu, r.memory, r.ephemeral_storage, r.allowed_pods,
+            tuple(sorted(r.scalar.items())) if r.scalar else ())
+
+
+class CycleStateLike(Protocol):
+    """What per_usage needs of kctl.scheduler.framework.CycleState (which imports this module)."""
+
+    def read(self, key: str) -> Any: ...
+
+    def write(self, key: str, value: Any) -> None: ...
+
+
+def usage_of(figures: tuple) -> Usage:
+    """The one Usage of these figures (equal figures, same object)."""
+    u = _USAGES.get(figures)
+    if u is None:
+        if len(_USAGES) >= _USAGES_MAX:
+            _USAGES.clear()
+        u = _USAGES.setdefault(figures, Usage(figures))
+    return u
+
+
+#: the CycleState key of the last list of nodes per_usage grouped (the Score plugins get the same list)
+USAGE_GROUPS = "nodeinfo/usage-groups"
+
+
+def per_usage(nodes: list[NodeInfo], answer: Callable[[NodeInfo], T], each: Callable[[list[NodeInfo]], list[T]],
+              *, state: CycleStateLike | None = None) -> list[T]:
+    """answer(node) for each node, asked once per distinct Usage among them (of any one node in it).
+
+    Only for answers that depend on nothing of a node but its Usage. When most nodes
+    differ, `each(nodes)` (the same answers, node by node) is cheaper and is used instead.
+    With the cycle's `state`, the grouping is kept for the next plugin given the same
+    list (same object, same length: the feasible nodes each Score plugin gets).
+    """
+    groups = state.read(USAGE_GROUPS) if state is not None else None
+    if groups is None or groups[0] is not nodes or groups[1] != len(nodes):
+        usages = list(map(_USAGE, nodes))
+        groups = (nodes, len(nodes), usages, dict(zip(usages, nodes)))
+        if state is not None:
+            state.write(USAGE_GROUPS, groups)
+    _, _, usages, representative = groups
+    if 2 * len(representative) > len(usages):
+        return each(nodes)
+    answers = {u: answer(n) for u, n in representative.items()}
+    values = iter(answers.values())
+    first = next(values, None)
+    if all(v is first for v in values):
+        return [first] * len(usages)  # one answer for all (every node fits: None)
+    return list(map(answers.__getitem__, usages))
+
+
 def _taints(node: dict) -> tuple[dict, ...]:
     return tuple(t for t in (node.get("spec") or {}).get("taints") or () if isinstance(t, dict))
 
@@ -238,12 +321,13 @@ class NodeInfo:
     `requested` adds up the pods' requests; `non_zero_requested` their scoring form;
     `used_ports` the host ports taken; `images` maps each image name the node reports
     (node.status.images) to its size. `generation` changes with every change, so a
-    snapshot knows which NodeInfos to copy again.
+    snapshot knows which NodeInfos to copy again. `usage` stands for every resource figure
+    and the pod count (kept up to date by set_node, add_pod and remove_pod; see Usage).
     """
 
     __slots__ = ("node", "name", "labels", "taints", "unschedulable", "allocatable", "requested",
                  "non_zero_requested", "pods", "pods_with_affinity", "pods_with_required_anti_affinity",
-                 "used_ports", "images", "generation")
+                 "used_ports", "images", "generation", "usage")
 
     def __init__(self, node: dict | None = None, *, name: str = "") -> None:
         self.node: dict | None = None
@@ -262,6 +346,13 @@ class NodeInfo:
         self.generation = 0
         if node is not None:
             self.set_node(node)
+        else:
+            self._count()
+
+    def _count(self) -> None:
+        """Refresh `usage` after a change of allocatable or of the pods."""
+        self.usage = usage_of((len(self.pods), _figures(self.allocatable), _figures(self.requested),
+                               _figures(self.non_zero_requested)))
 
     def set_node(self, node: dict) -> None:
         meta, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
@@ -276,6 +367,7 @@ class NodeInfo:
             for name in image.get("names") or ():
                 images[name] = int(image.get("sizeBytes") or 0)
         self.images = images
+        self._count()
 
     def add_pod(self, pi: PodInfo) -> None:
         self.pods[pi.key] = pi
@@ -286,6 +378,7 @@ class NodeInfo:
         if pi.has_required_anti_affinity:
             self.pods_with_required_anti_affinity[pi.key] = pi
         self.used_ports.extend(pi.host_ports)
+        self._count()
 
     def remove_pod(self, key: PodKey) -> PodInfo | None:
         pi = self.pods.pop(key, None)
@@ -297,6 +390,7 @@ class NodeInfo:
         self.pods_with_required_anti_affinity.pop(key, None)
         for port in pi.host_ports:
             self.used_ports.remove(port)
+        self._count()
         return pi
 
     def clone(self) -> NodeInfo:
@@ -311,10 +405,14 @@ class NodeInfo:
         c.pods_with_required_anti_affinity = dict(self.pods_with_required_anti_affinity)
         c.used_ports = list(self.used_ports)
         c.generation = self.generation
+        c.usage = self.usage
         return c
 
     def __repr__(self) -> str:
         return f"NodeInfo({self.name}, pods={len(self.pods)})"
+
+
+_USAGE = attrgetter("usage")
 
 
 class Snapshot:
@@ -348,4 +446,4 @@ class Snapshot:
 
 __all__ = ["CPU", "DEFAULT_MEMORY_REQUEST", "DEFAULT_MILLI_CPU_REQUEST", "EPHEMERAL_STORAGE", "HostPort",
            "MEMORY", "NodeInfo", "NodeName", "PODS", "PodInfo", "PodKey", "Resource", "Snapshot",
-           "pod_host_ports", "pod_key", "pod_requests"]
+           "USAGE_GROUPS", "Usage", "per_usage", "pod_host_ports", "pod_key", "pod_requests", "usage_of"]

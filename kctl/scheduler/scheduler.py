@@ -36,7 +36,7 @@ from kctl.scheduler.cache import DEFAULT_ASSUMED_TTL, SchedulerCache, is_termina
 from kctl.scheduler.config import SchedulerConfig, build_framework
 from kctl.scheduler.framework import (ClusterEvent, Code, CycleState, Diagnosis, FitError, Framework, Handle,
                                       Status, WAIT)
-from kctl.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot, pod_key
+from kctl.scheduler.nodeinfo import USAGE_GROUPS, NodeInfo, PodInfo, Snapshot, pod_key
 from kctl.scheduler.queue import QueuedPodInfo, SchedulingQueue
 
 if TYPE_CHECKING:
@@ -312,6 +312,7 @@ class Scheduler:
         except _SchedulingError as exc:
             self._fail(qpi, exc.status.message(), reason="SchedulerError", unschedulable=False)
             return
+        state.delete(USAGE_GROUPS)  # the filtered nodes' grouping: not for the binding cycle to hold on to
         self.cache.assume_pod(pi, node_name)
         status = fwk.run_reserve(state, pi, node_name)
         if status is None:
@@ -401,7 +402,10 @@ class Scheduler:
                             statuses[node.name] = status
                             diagnosis.unschedulable_plugins.add(name)
                         candidates = passed
-                    feasible.extend(candidates)
+                    if feasible:
+                        feasible.extend(candidates)
+                    else:
+                        feasible = candidates  # the same list: the Score plugins reuse its grouping by Usage
             elif len(filters) == 1:
                 order = nodes[start:] + nodes[:start] if start else nodes
                 name, f = filters[0]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from kctl.scheduler.framework import SKIP, CycleState, Handle, Status
-from kctl.scheduler.nodeinfo import CPU, MEMORY, NodeInfo, PodInfo
+from kctl.scheduler.nodeinfo import CPU, MEMORY, NodeInfo, PodInfo, per_usage
 from kctl.scheduler.plugins.node_resources_fit import requested_and_allocatable
 
 MAX = 100
@@ -44,7 +44,11 @@ class NodeResourcesBalancedAllocation:
         return SKIP if pod.requests.is_zero() else None
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[int]:
-        """score() for many nodes at once (the framework prefers it)."""
+        """score() for many nodes at once (the framework prefers it), once per distinct NodeInfo.usage."""
+        return per_usage(nodes, lambda n: self.score(state, pod, n), lambda ns: self._score_each(state, pod, ns),
+                         state=state)
+
+    def _score_each(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[int]:
         if not self._fast:
             return [self.score(state, pod, n) for n in nodes]
         pc, pm = pod.requests.milli_cpu, pod.requests.memory

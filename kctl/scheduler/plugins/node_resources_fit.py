@@ -15,7 +15,7 @@ Arguments `ignoredResources` and `ignoredResourceGroups` leave extended resource
 from __future__ import annotations
 
 from kctl.scheduler.framework import ClusterEvent, Code, CycleState, Handle, Status
-from kctl.scheduler.nodeinfo import CPU, MEMORY, NodeInfo, PodInfo, Resource
+from kctl.scheduler.nodeinfo import CPU, MEMORY, NodeInfo, PodInfo, Resource, per_usage
 from kctl.scheduler.plugins.least_allocated import least_allocated_scores
 from kctl.scheduler.plugins.most_allocated import most_allocated_scores
 from kctl.scheduler.plugins.requested_to_capacity_ratio import requested_to_capacity_ratio
@@ -107,7 +107,15 @@ class NodeResourcesFit:
         return Status(Code.UNSCHEDULABLE, tuple(reasons)) if reasons else None
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[Status | None]:
-        """filter() for many nodes at once (the scheduler prefers it): the hot path of a cycle."""
+        """filter() for many nodes at once (the scheduler prefers it): the hot path of a cycle.
+
+        The answer depends on nothing but the node's resources and pod count, so nodes in
+        the same state (NodeInfo.usage) share it.
+        """
+        return per_usage(nodes, lambda n: self.filter(state, pod, n), lambda ns: self._filter_each(state, pod, ns),
+                         state=state)
+
+    def _filter_each(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[Status | None]:
         r = pod.requests
         f = self.filter
         if r.scalar or r.ephemeral_storage:
@@ -119,7 +127,11 @@ class NodeResourcesFit:
                 for n in nodes]
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[int]:
-        """score() for many nodes at once (the framework prefers it): the hot path of a cycle."""
+        """score() for many nodes at once (the framework prefers it), once per distinct NodeInfo.usage."""
+        return per_usage(nodes, lambda n: self.score(state, pod, n), lambda ns: self._score_each(state, pod, ns),
+                         state=state)
+
+    def _score_each(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[int]:
         if not self._fast:
             return [self.score(state, pod, n) for n in nodes]
         pc, pm = pod.non_zero_requests.milli_cpu, pod.non_zero_requests.memory
