@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 
+from kctl.machinery import compactjson
 from kctl.machinery.errors import FieldError, Invalid, RequestEntityTooLarge
 
 #: kube-apiserver's limit on a request body (3 MiB)
@@ -31,13 +31,11 @@ MAX_OBJECT_BYTES = 1536 * 1024
 #: core.MaxSecretSize: the most a ConfigMap's or a Secret's data may hold (1 MiB)
 MAX_DATA_BYTES = 1024 * 1024
 
-_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-
 
 def encoded_size(obj: object) -> int:
     """Bytes of obj as compact UTF-8 JSON (what the store writes)."""
     try:
-        return len(_encode(obj).encode("utf-8", "surrogatepass"))
+        return len(compactjson.encode(obj))
     except (TypeError, ValueError):
         return 0  # not JSON at all: validation says what is wrong with it
 

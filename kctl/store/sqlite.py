@@ -13,7 +13,9 @@ Every committed write takes the next global revision (like etcd's) and appends
 every later change in order, with no gaps, and raises Gone when `since` is older than
 the compacted horizon. A watcher that catches up reads the log in pages bounded by bytes
 (`page_bytes`), not by a count of changes, and decodes one change at a time, so its memory
-stays bounded however large the objects are.
+stays bounded however large the objects are. Watchers that are caught up share one read
+of the log per commit (`_RecentChanges`, kube-apiserver's watch cache cut down): the first
+one woken reads the new rows, the others take theirs from it.
 
 Compaction is driven by the store's own state: any write that finds the log longer than
 `history + compact_batch` revisions runs one bounded step, whichever process wrote.
@@ -24,7 +26,9 @@ the store (kctl.store.encryption); reads decrypt it, so every layer above sees p
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -37,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from orjson import loads as _fast_loads
 
+from kctl.machinery import compactjson
 from kctl.machinery.errors import Gone
 from kctl.store.contract import ENCRYPTED_KINDS, Change, StoreError
 from kctl.store.encryption import StoreKeys
@@ -63,7 +68,7 @@ WATCH_CHECK = 0.05
 PAGE_BYTES = 4 << 20
 LOCK_RETRY_SECONDS = 120.0
 
-_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_dumps = compactjson.text
 
 
 #: stored texts up to this size are decoded by orjson; larger ones by json, which needs no working copy of the text
@@ -81,6 +86,53 @@ def _loads(text: str | bytes) -> Any:
         except ValueError:  # orjson.JSONDecodeError
             pass
     return json.loads(text)
+
+
+#: change rows a store holds for its watchers (_RecentChanges), at most (and at most page_bytes of them)
+RECENT_ROWS = 1_000
+
+
+class _RecentChanges:
+    """The newest rows of the change log, read once for all of a store's watchers in this process.
+
+    kube-apiserver's watch cache, cut down: a commit wakes every watcher (an informer per
+    kind, 15 or more in a daemon), and each used to read the log for itself; now the first
+    one woken reads the new rows, with the horizon, in one snapshot, and the others take
+    theirs from here. A watcher behind what is held reads the log itself (and gets Gone
+    when it is behind the horizon). Holds every row in (start, last], consecutive, at most
+    RECENT_ROWS rows and page_bytes of stored JSON, the oldest dropped first. The store's
+    `_watch_rows` uses it under `lock`.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.rows: collections.deque[tuple] = collections.deque()
+        self.bytes = 0
+        self.start = self.last = -1
+        #: the store's watch generation the rows were read at: every commit announced by then is in
+        self.generation = -1
+
+    def reset(self, revision: int) -> None:
+        """Hold nothing, from `revision` on (the next reader reads the log after it)."""
+        self.rows.clear()
+        self.bytes, self.start, self.last, self.generation = 0, revision, revision, -1
+
+    def add(self, rows: list[tuple], horizon: int, *, max_rows: int, max_bytes: int) -> None:
+        """Append rows read after `last`; start afresh at a gap; keep only what the log still holds."""
+        for row in rows:
+            if row[0] != self.last + 1:  # compacted or restored past what was held
+                self.reset(row[0] - 1)
+            self.rows.append(row)
+            self.bytes += row[6] or 0
+            self.last = row[0]
+        if horizon > self.last:  # a restore: the log starts again above the old head
+            self.reset(horizon)
+        while self.rows and (self.rows[0][0] <= horizon or len(self.rows) > max_rows or self.bytes > max_bytes):
+            dropped = self.rows.popleft()
+            self.bytes -= dropped[6] or 0
+            self.start = dropped[0]
+        if self.start < horizon and not self.rows:
+            self.start = horizon
 
 
 def default_path() -> Path:
@@ -307,6 +359,7 @@ class Store(StoreKeys):
         self._watchers = 0
         self._tail: threading.Thread | None = None
         self._tail_poll = DEFAULT_POLL
+        self._recent = _RecentChanges()
         _secure_file(self.path)
         conn = self._conn()
         version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -565,23 +618,38 @@ class Store(StoreKeys):
     def _change(self, row: tuple) -> Change:
         return Change(row[0], row[1], row[2], row[3], row[4], self._decode(row[2], row[3], row[4], row[5]))
 
-    def _change_rows(self, since: int, *, limit: int, max_bytes: int | None) -> list[tuple]:
-        """One page of raw change rows, bounded by count and by bytes (sizes are read first)."""
+    def _change_rows(self, since: int, *, limit: int, max_bytes: int | None, kind: str | None = None) -> list[tuple]:
+        """One page of raw change rows after `since`, bounded by count and by bytes of stored JSON.
+
+        With `kind`, the rows of other kinds come without their data (None: not read). One
+        statement, itself a consistent read, as each watcher runs it whenever it is woken (a
+        commit of any kind): revisions are consecutive, so the horizon is read only when the
+        page is empty or does not start right after `since` (compacted or restored past it: Gone).
+        """
         budget = self.page_bytes if max_bytes is None else max_bytes
-        with self.snapshot() as conn:
-            horizon = conn.execute("SELECT value FROM meta WHERE key='compacted'").fetchone()[0]
-            if since < horizon:
-                raise Gone(f"too old resource version: {since} (compacted to {horizon})")
-            last, size = since, 0
-            for rev, length in conn.execute(
-                    "SELECT rev, length(data) FROM changes WHERE rev>? ORDER BY rev LIMIT ?", (since, limit)):
-                if last != since and size + length > budget:
+        cursor = self._conn().execute(
+            "SELECT rev, type, kind, namespace, name, CASE WHEN ?1 IS NULL OR kind=?1 THEN data END, length(data) "
+            "FROM changes WHERE rev>?2 ORDER BY rev LIMIT ?3", (kind, since, limit))
+        rows: list[tuple] = []
+        try:
+            size = 0
+            for row in cursor:
+                if not rows and row[0] != since + 1:
+                    self._check_horizon(since)
+                size += row[6] if row[5] is not None else 0
+                if rows and size > budget:
                     break
-                last, size = rev, size + length
-            if last == since:
-                return []
-            return conn.execute("SELECT rev, type, kind, namespace, name, data FROM changes "
-                                "WHERE rev>? AND rev<=? ORDER BY rev", (since, last)).fetchall()
+                rows.append(row)
+        finally:
+            cursor.close()  # ends the statement's read transaction when the page stopped early
+        if not rows:
+            self._check_horizon(since)  # a restore empties the log above the old head
+        return rows
+
+    def _check_horizon(self, since: int) -> None:
+        horizon = self._conn().execute("SELECT value FROM meta WHERE key='compacted'").fetchone()[0]
+        if since < horizon:
+            raise Gone(f"too old resource version: {since} (compacted to {horizon})")
 
     def watch(self, since: int, *, stop: threading.Event | None = None, poll: float = 0.005,
               timeout: float | None = None, kind: str | None = None) -> Iterator[Change]:
@@ -599,7 +667,7 @@ class Store(StoreKeys):
             while stop is None or not stop.is_set():
                 with self._wake:
                     generation = self._generation
-                rows = self._change_rows(since, limit=1000, max_bytes=None)
+                rows = self._watch_rows(since, generation, kind)
                 if rows:
                     since = rows[-1][0]
                     rows.reverse()
@@ -620,6 +688,37 @@ class Store(StoreKeys):
         finally:
             with self._wake:
                 self._watchers -= 1
+
+    def _watch_rows(self, since: int, generation: int, kind: str | None) -> list[tuple]:
+        """The change rows after `since` for a watcher woken at `generation` (see _RecentChanges)."""
+        recent = self._recent
+        with recent.lock:
+            if since > recent.last:  # ahead of what is held (or nothing is): hold from here on
+                recent.reset(since)
+            if recent.generation < generation:
+                self._read_recent(recent, generation)
+            if recent.start <= since:
+                return list(itertools.islice(recent.rows, since - recent.start, None))
+        return self._change_rows(since, limit=1000, max_bytes=None, kind=kind)  # behind: its own reads
+
+    def _read_recent(self, recent: "_RecentChanges", generation: int) -> None:
+        """Add the log's rows after `recent.last` (one snapshot) and drop what compaction dropped."""
+        rows: list[tuple] = []
+        size, complete = 0, True
+        with self.snapshot() as conn:
+            horizon = conn.execute("SELECT value FROM meta WHERE key='compacted'").fetchone()[0]
+            cursor = conn.execute("SELECT rev, type, kind, namespace, name, data, length(data) FROM changes "
+                                  "WHERE rev>? ORDER BY rev LIMIT ?", (recent.last, RECENT_ROWS + 1))
+            for row in cursor:  # one row at a time: a page of at most page_bytes (and one row at least)
+                size += row[6] or 0
+                if len(rows) == RECENT_ROWS or (rows and size > self.page_bytes):
+                    complete = False  # more remain: the next reader reads on
+                    break
+                rows.append(row)
+            cursor.close()
+        recent.add(rows, horizon, max_rows=RECENT_ROWS, max_bytes=self.page_bytes)
+        if complete:
+            recent.generation = generation
 
     def _changed(self, revision: int | None = None) -> None:
         """Wake every watcher: the change log grew (to `revision`, when known)."""
@@ -690,6 +789,9 @@ class Store(StoreKeys):
                     conn.execute("DELETE FROM changes WHERE rev<=?", (upto,))
                     conn.execute("UPDATE meta SET value=max(value, ?) WHERE key='compacted'", (upto,))
                 conn.execute("COMMIT")
+                if n:  # the watchers' recent rows too: a watch from before the horizon is Gone
+                    with self._recent.lock:
+                        self._recent.add([], upto, max_rows=RECENT_ROWS, max_bytes=self.page_bytes)
                 return n
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -760,6 +862,8 @@ class Store(StoreKeys):
         _retry_locked(reset)
         if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:  # a backup of an older kctl
             _retry_locked(lambda: self._migrate(conn))
+        with self._recent.lock:
+            self._recent.reset(head)  # the watchers' recent rows are another history now
         self._changed(head)
         return head
 

@@ -23,10 +23,11 @@ from typing import Any
 
 from orjson import loads as _fast_loads
 
+from kctl.machinery import compactjson
 from kctl.store.contract import ENCRYPTED_KINDS
 
 KCTL = ".kctl"
-_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_dumps = compactjson.text
 FAST_DECODE_LIMIT = 64 << 10
 SEALED = b"k8s:enc:aesgcm:v1:"  # kctl.store.encryption.PREFIX, without importing the crypto module
 
@@ -139,7 +140,7 @@ def dumps(obj: dict) -> bytes:
     meta = obj.get("metadata")
     if isinstance(meta, dict) and "resourceVersion" in meta:
         obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
-    return _dumps(obj).encode()
+    return compactjson.encode(obj)
 
 
 def is_sealed_kind(kind: str) -> bool:
