@@ -118,11 +118,38 @@ def user_agent() -> str:
     explicit = _client.get()
     if explicit:
         return explicit
-    base = _process_agent or _command_agent()
+    base = _process_agent or _argv_agent()
     thread = threading.current_thread()
     if thread is threading.main_thread():
         return base
-    component = thread.name
+    key = (base, thread.name)
+    agent = _thread_agents.get(key)
+    if agent is None:
+        if len(_thread_agents) >= _AGENT_CACHE:
+            _thread_agents.clear()
+        agent = _thread_agents[key] = _thread_agent(base, thread.name)
+    return agent
+
+
+#: user agents already worked out (every write asks: building one costs more than the rest of its audit event)
+_AGENT_CACHE = 1024
+_argv_agents: dict[tuple[str, ...], str] = {}
+_thread_agents: dict[tuple[str, str], str] = {}
+
+
+def _argv_agent() -> str:
+    """_command_agent() of this process's argv, remembered per argv."""
+    key = tuple(sys.argv)
+    agent = _argv_agents.get(key)
+    if agent is None:
+        if len(_argv_agents) >= _AGENT_CACHE:
+            _argv_agents.clear()
+        agent = _argv_agents[key] = _command_agent()
+    return agent
+
+
+def _thread_agent(base: str, component: str) -> str:
+    """The agent `base` named for a thread (`replicaset-worker-0` -> replicaset) of this process."""
     for suffix in ("-worker-",):
         if suffix in component:
             component = component.split(suffix, 1)[0]

@@ -7,6 +7,14 @@ kinds the built-in admission plugins list (LimitRange, ResourceQuota, PriorityCl
 StorageClass, Service) from here when `store.reads_are_remote`; on SQLite it keeps reading
 the store (a local read).
 
+Only a process that keeps reading starts them: APIServer makes its ConfigCache with
+`read_through=READ_THROUGH`, so the first READ_THROUGH reads of each kind go to the store (one
+range read each, as on SQLite) and the next one starts the kind's cache. A one-shot command
+(`kctl get`, `kctl apply` of a file or two) thus never opens a watch; the daemon, `kctl serve`
+and other long-running processes have every kind they read often cached after a few requests.
+(kube-apiserver is always long-running and always has its informers; kctl's CLI is often the
+API server for one request.)
+
 `KindCache`: one kind, started lazily on first use by one thread of its own: list, then
 watch from the list's revision (the store's watch adds a stream-reader thread), a new list
 on Gone, a pause and a new list when the store does not answer. A read before the first
@@ -49,6 +57,8 @@ WRITE_WAIT = 5.0
 CLOSE_WAIT = 5.0
 #: pause before listing again after the store did not answer
 RETRY_PAUSE = 0.5
+#: reads of a kind the API server sends to the store before it starts the kind's cache
+READ_THROUGH = 16
 
 
 class KindCache:
@@ -177,17 +187,22 @@ class KindCache:
 
 
 class ConfigCache:
-    """The KindCaches of one APIServer, each started on its kind's first read."""
+    """The KindCaches of one APIServer, each started on its kind's first read after `read_through` reads."""
 
-    def __init__(self, store: Store, *, factory: Callable[[Store, str], KindCache] = KindCache) -> None:
+    def __init__(self, store: Store, *, factory: Callable[[Store, str], KindCache] = KindCache,
+                 read_through: int = 0) -> None:
+        """read_through: how many reads of each kind go to the store before its cache starts."""
         self.store = store
         self._factory = factory
+        self._read_through = read_through
+        self._reads: dict[str, int] = {}  # kind -> reads sent to the store so far (kinds whose cache is not started)
         self._caches: dict[str, KindCache] = {}
         self._lock = threading.Lock()
         self._closed = False
 
     def cache(self, kind: str) -> KindCache | None:
-        """The kind's cache (started now if it is not yet); None for a kind not cached or once closed."""
+        """The kind's cache (started now if it is not yet), for one read; None when that read goes to the store:
+        a kind not cached, one of its first `read_through` reads, or once closed."""
         if kind not in CACHED_KINDS:
             return None
         found = self._caches.get(kind)
@@ -197,6 +212,10 @@ class ConfigCache:
             if self._closed:
                 return None
             if kind not in self._caches:
+                reads = self._reads.get(kind, 0)
+                if reads < self._read_through:
+                    self._reads[kind] = reads + 1
+                    return None
                 self._caches[kind] = self._factory(self.store, kind)
             return self._caches[kind]
 

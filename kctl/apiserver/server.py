@@ -49,17 +49,19 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterator, TypeVar
 
 from kctl.machinery.errors import (AlreadyExists, APIError, BadRequest, Conflict, FieldError, Forbidden,
                              Invalid, NotFound)
 from kctl.apiserver import audit, fieldmanager
+from kctl.apiserver.objcopy import json_copy
 from kctl.machinery.managedfields import ApplyConflict
 from kctl.machinery import conversion, limits, typeinfo
 from kctl.machinery.resources import KCTL_GROUP, Registry, ResourceType, builtin_registry
-from kctl.apiserver.configcache import ConfigCache
 from kctl.apiserver.contract import Binding, WriteResult
 from kctl.store.contract import CommitConflict, Store, StoreUnavailable, Transaction, TransactionTooLarge
+
+T = TypeVar("T")
 
 log = logging.getLogger("kctl.apiserver")
 
@@ -125,8 +127,13 @@ class APIServer:
         self._registry_key: tuple | None = None
         self._lock = threading.Lock()
         self._tls = threading.local()
-        #: watch-fed caches of the kinds read on every request, on a store whose reads are remote (etcd)
-        self._config = ConfigCache(store) if getattr(store, "reads_are_remote", False) else None
+        #: watch-fed caches of the kinds read on every request, on a store whose reads are remote (etcd), each
+        #: started once this process has read its kind a few times (a one-shot command reads the store)
+        self._config = None
+        if getattr(store, "reads_are_remote", False):
+            from kctl.apiserver.configcache import READ_THROUGH, ConfigCache
+
+            self._config = ConfigCache(store, read_through=READ_THROUGH)
 
     @property
     def acting_user(self) -> str:
@@ -456,22 +463,32 @@ class APIServer:
                      for i, r in enumerate(results) if r.error is not None or (whole is not None and r.obj is None)])
 
     def _write_round(self, ops, todo, results, pending_namespaces, *, namespace, dry_run, atomic, verbs):
-        """Prepare (no lock held) then commit the writes at `todo`; (conflicted indices, prepared)."""
+        """Prepare (no lock held) then commit the writes at `todo`; (conflicted indices, prepared).
+
+        The round's admission reads (hooks, the plugins' lists, namespaces) are made once and
+        shared by its writes (`_batch_read`): all of them are prepared before any commits, so
+        each would read the same.
+        """
         prepared: dict[int, Prepared] = {}
-        for i in todo:
-            op, obj = ops[i]
-            results[i] = WriteResult()
-            try:
-                p = self._capture(results[i].warnings, self._prepare, op, obj, namespace, dry_run,
-                                  pending_namespaces)
-            except APIError as exc:
-                results[i].error = exc
-                continue
-            prepared[i] = p
-            verbs[i] = _op_verb(op, p)
-            results[i].action = p.result
-            if p.rt.group_kind == NAMESPACE and p.obj is not None:
-                pending_namespaces[p.name] = p.obj
+        outer = getattr(self._tls, "reads", None)
+        self._tls.reads = {}
+        try:
+            for i in todo:
+                op, obj = ops[i]
+                results[i] = WriteResult()
+                try:
+                    p = self._capture(results[i].warnings, self._prepare, op, obj, namespace, dry_run,
+                                      pending_namespaces)
+                except APIError as exc:
+                    results[i].error = exc
+                    continue
+                prepared[i] = p
+                verbs[i] = _op_verb(op, p)
+                results[i].action = p.result
+                if p.rt.group_kind == NAMESPACE and p.obj is not None:
+                    pending_namespaces[p.name] = p.obj
+        finally:
+            self._tls.reads = outer
         if atomic and any(r.error for r in results):
             for r in results:
                 r.action = ""
@@ -728,7 +745,7 @@ class APIServer:
         """managed_fields: the new object's metadata.managedFields (server-side apply), else recorded here."""
         rt = self.resource_for(obj)
         limits.check_request(obj)
-        obj = copy.deepcopy(conversion.to_storage(obj, rt))  # (an autoscaling/v1 HPA is stored as v2)
+        obj = json_copy(conversion.to_storage(obj, rt))  # (an autoscaling/v1 HPA is stored as v2)
         meta = obj.get("metadata")
         if meta is None:
             meta = obj["metadata"] = {}
@@ -781,7 +798,7 @@ class APIServer:
         rt = self.resource_for(obj)
         if not checked:
             limits.check_request(obj)
-        obj = copy.deepcopy(conversion.to_storage(obj, rt))
+        obj = json_copy(conversion.to_storage(obj, rt))
         meta = obj.get("metadata")
         if not isinstance(meta, dict) or not meta.get("name"):
             raise Invalid(rt.group_kind, FieldError("metadata.name", "Required value"))
@@ -876,8 +893,9 @@ class APIServer:
 
         ns_labels = None
         if rt.namespaced:
-            ns_obj = (pending_namespaces or {}).get(ns) or (
-                self._config.get(NAMESPACE, "", ns) if self._config is not None else self.store.get(NAMESPACE, "", ns))
+            ns_obj = (pending_namespaces or {}).get(ns) or self._batch_read(
+                ("namespace", ns), lambda: self._config.get(NAMESPACE, "", ns) if self._config is not None
+                else self.store.get(NAMESPACE, "", ns))
             ns_labels = (ns_obj or {}).get("metadata", {}).get("labels") or {}
         mutating, validating = self._hooks()
         request = AdmissionRequest(uid=str(uuid.uuid4()), operation=operation, rt=rt,
@@ -891,14 +909,26 @@ class APIServer:
         """Stored objects for the built-in admission plugins (kctl.admission.plugins.Lister); remote reads: the
         cached kinds from their caches."""
         if self._config is not None:
-            return self._config.list(group_kind, namespace)
-        return self.store.list(group_kind, namespace)[0]
+            return self._batch_read(("list", group_kind, namespace), lambda: self._config.list(group_kind, namespace))
+        return self._batch_read(("list", group_kind, namespace), lambda: self.store.list(group_kind, namespace)[0])
 
     def _hooks(self) -> tuple[list[dict], list[dict]]:
         """The admission hooks stored now (mutating, validating); remote reads: from their caches."""
         if self._config is not None:
-            return self._config.list(HOOK_KINDS[0]), self._config.list(HOOK_KINDS[1])
-        return self.store.list(HOOK_KINDS[0])[0], self.store.list(HOOK_KINDS[1])[0]
+            return self._batch_read(("hooks",), lambda: (self._config.list(HOOK_KINDS[0]),
+                                                         self._config.list(HOOK_KINDS[1])))
+        return self._batch_read(("hooks",), lambda: (self.store.list(HOOK_KINDS[0])[0],
+                                                     self.store.list(HOOK_KINDS[1])[0]))
+
+    def _batch_read(self, key: tuple, read: Callable[[], T]) -> T:
+        """read(), or what it returned already in this write_all round (the admission plugins and hooks only read
+        what they are given; Kubernetes' admission reads these from informer caches, staler than this)."""
+        reads = getattr(self._tls, "reads", None)
+        if reads is None:
+            return read()
+        if key not in reads:
+            reads[key] = read()
+        return reads[key]
 
     def _wrote(self, prepared: Prepared, obj: dict | None) -> None:
         """A committed write of a cached kind: this process's next read of the kind waits until its cache has it."""
@@ -956,7 +986,7 @@ class APIServer:
                 raise AlreadyExists(p.rt.group_resource, p.name)
             if p.rt.namespaced:
                 self._check_namespace(txn, p.namespace)
-            obj = copy.deepcopy(p.obj)
+            obj = json_copy(p.obj)
             if kind == "Service":  # its ClusterIP and node ports, allocated in this transaction
                 from kctl.apiserver.services import strategy
 
@@ -967,7 +997,7 @@ class APIServer:
         if current["metadata"]["resourceVersion"] != p.expect_rv:
             raise _conflict(p.rt, p.name)
         if p.verb == "update":
-            new = copy.deepcopy(p.obj)
+            new = json_copy(p.obj)
             if _finished_deleting(new["metadata"]):
                 return self._remove(txn, p.rt, p.namespace, p.name, new)
             if kind == "Service" and p.subresource != "status":
@@ -1155,7 +1185,7 @@ class APIServer:
         """The object an update stores: system metadata from current; status or spec per path."""
         cur_meta = current["metadata"]
         if subresource == "status":
-            new = copy.deepcopy(current)
+            new = json_copy(current)
             if "status" in obj:
                 new["status"] = obj["status"]
             else:

@@ -1,10 +1,10 @@
-"""The API server's watch-fed caches on a real etcd store (kctl.apiserver.configcache): another APIServer's CRDs and
-hooks are seen within a second, this one's own at once, an Event create costs two etcd requests (a batch two per
-transaction), bind_all reads its pods in one, and SQLite keeps reading the store."""
+"""The API server's watch-fed caches on a real etcd store (kctl.apiserver.configcache): a few requests read through
+and start none, a kind read often gets one (this server's own writes seen across the switch), another APIServer's
+CRDs and hooks are seen within a second, this one's own at once, an Event create costs two etcd requests (a batch
+two per transaction), bind_all reads its pods in one, and SQLite keeps reading the store."""
 
 from __future__ import annotations
 
-import secrets
 import stat
 import sys
 import textwrap
@@ -15,6 +15,7 @@ from typing import Callable, Iterator
 
 import pytest
 
+from kctl.apiserver.configcache import CACHED_KINDS, CRD_KIND, READ_THROUGH
 from kctl.apiserver.contract import Binding
 from kctl.apiserver.server import APIServer
 from kctl.machinery.errors import BadRequest, Forbidden
@@ -33,23 +34,17 @@ GADGET = {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name":
 SEEN_WITHIN = 1.0
 
 
-@pytest.fixture
-def etcd_apis(etcd_cluster, tmp_path):
-    """A factory of API servers, each on its own handle of one fresh etcd store (closed after the test)."""
-    from kctl.store.etcd.address import parse_address
-    from kctl.store.etcd.store import EtcdStore
+def warm(api: APIServer) -> APIServer:
+    """api with every cache started (each cached kind read past the reads that go to the store)."""
+    for kind in CACHED_KINDS:
+        for _ in range(READ_THROUGH + 1):
+            api._config.list(kind)
+    assert set(api._config._caches) == CACHED_KINDS
+    return api
 
-    address = parse_address(f"{etcd_cluster.address}/t-{secrets.token_hex(6)}")
-    opened: list[APIServer] = []
 
-    def make() -> APIServer:
-        store = EtcdStore(address, state_path=tmp_path / "state" / "kctl", tls=etcd_cluster.tls)
-        opened.append(APIServer(store, user="tester", audit_log=None))
-        return opened[-1]
-
-    yield make
-    for api in opened:
-        api.close()
+def cache_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("kctl-cache-")]
 
 
 @contextmanager
@@ -115,11 +110,40 @@ def event(name: str) -> dict:
             "message": "assigned", "type": "Normal"}
 
 
+def test_a_few_requests_read_the_store_and_start_no_cache(etcd_apis, tmp_path):
+    """A one-shot command's requests (a create, a get, a list, another create) open no watch: no cache, no thread;
+    a hook and a CRD this server writes apply to its very next requests (read from the store)."""
+    api = etcd_apis()
+    api.create(deny_hook(tmp_path))
+    with pytest.raises(Forbidden, match="denied by deny"):
+        api.create(config_map("x", deny=True))
+    api.create(CRD)
+    assert api.create(GADGET)["spec"]["size"] == 1
+    assert api.get(api.resource("gadgets"), "g", namespace="default")["spec"]["size"] == 1
+    assert [o["metadata"]["name"] for o in api.list(api.resource("gadgets"), namespace="default")[0]] == ["g"]
+    assert api._config._caches == {} and not cache_threads()
+    assert api._config._reads[CRD_KIND] < READ_THROUGH  # (the kind read most: every lookup of a resource)
+
+
+def test_a_kind_read_often_gets_its_cache_and_own_writes_are_seen_across_the_switch(etcd_apis, tmp_path):
+    """Creates past READ_THROUGH start the caches of the kinds each create reads; a hook written before and one
+    deleted after the switch both apply to the next create."""
+    api = etcd_apis()
+    api.create(deny_hook(tmp_path))
+    for i in range(READ_THROUGH + 2):
+        with pytest.raises(Forbidden, match="denied by deny"):
+            api.create(config_map(f"x{i}", deny=True))
+    assert {"Namespace", "ValidatingAdmissionHook.kctl.io", CRD_KIND} <= set(api._config._caches)
+    assert cache_threads()
+    api.delete(api.resource("validatingadmissionhooks"), "deny")
+    assert api.create(config_map("after", deny=True))["metadata"]["name"] == "after"
+
+
 def test_a_crd_of_another_api_server_is_usable_within_a_second(etcd_apis):
     """A CRD created by another APIServer on the same prefix: this one creates its objects within a second."""
-    here, there = etcd_apis(), etcd_apis()
+    here, there = warm(etcd_apis()), etcd_apis()
     with pytest.raises(BadRequest):
-        here.create(GADGET)  # starts this API server's CRD cache
+        here.create(GADGET)
     there.create(CRD)
     waited = eventually(lambda: here.create(GADGET), within=10)
     assert waited < SEEN_WITHIN
@@ -128,8 +152,8 @@ def test_a_crd_of_another_api_server_is_usable_within_a_second(etcd_apis):
 
 def test_a_hook_of_another_api_server_applies_within_a_second(etcd_apis, tmp_path):
     """A hook created by another APIServer refuses this one's next matching create within a second."""
-    here, there = etcd_apis(), etcd_apis()
-    here.create(config_map("before", deny=True))  # no hook yet (and the hook caches are started)
+    here, there = warm(etcd_apis()), etcd_apis()
+    here.create(config_map("before", deny=True))  # no hook yet
     there.create(deny_hook(tmp_path))
     attempts = iter(range(1000))
 
@@ -146,8 +170,8 @@ def test_a_hook_of_another_api_server_applies_within_a_second(etcd_apis, tmp_pat
 
 def test_read_your_writes_for_hooks_and_crds_in_one_api_server(etcd_apis, tmp_path):
     """This APIServer's own hook and CRD apply to its very next create, its CRD delete to the next lookup."""
-    api = etcd_apis()
-    api.create(config_map("warm", deny=True))  # the caches are running before the writes below
+    api = warm(etcd_apis())  # the caches are running before the writes below
+    api.create(config_map("warm", deny=True))
     api.create(deny_hook(tmp_path))
     with pytest.raises(Forbidden, match="denied by deny"):
         api.create(config_map("x", deny=True))
@@ -160,7 +184,7 @@ def test_read_your_writes_for_hooks_and_crds_in_one_api_server(etcd_apis, tmp_pa
 
 def test_an_event_create_costs_two_etcd_requests(etcd_apis):
     """Once the caches run, creating an Event reads its key and namespace in one request, then commits."""
-    api = etcd_apis()
+    api = warm(etcd_apis())
     api.create(event("warm"))
     with counted_requests() as made:
         api.create(event("e1"))
@@ -169,7 +193,7 @@ def test_an_event_create_costs_two_etcd_requests(etcd_apis):
 
 def test_a_batch_of_two_transactions_costs_four_etcd_requests(etcd_apis):
     """limit + 8 Events: each of the two transactions reads its keys in one request, then commits."""
-    api = etcd_apis()
+    api = warm(etcd_apis())
     api.create(event("warm"))
     n = api.store.max_writes_per_transaction + 8
     with counted_requests() as made:
@@ -179,8 +203,8 @@ def test_a_batch_of_two_transactions_costs_four_etcd_requests(etcd_apis):
 
 
 def test_bind_all_reads_its_pods_in_one_request(etcd_apis):
-    """Ten bindings: one request reads every pod, one commits (no request per pod)."""
-    api = etcd_apis()
+    """Once the caches run, ten bindings: one request reads every pod, one commits (no request per pod)."""
+    api = warm(etcd_apis())
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "default"},
            "spec": {"containers": [{"name": "c", "image": "i"}]}}
     api.write_all([("create", {**pod, "metadata": {**pod["metadata"], "name": f"p{i}"}}) for i in range(10)])
@@ -192,11 +216,10 @@ def test_bind_all_reads_its_pods_in_one_request(etcd_apis):
 
 def test_close_stops_the_cache_threads(etcd_apis):
     """APIServer.close() ends every thread its caches started."""
-    api = etcd_apis()
-    api.create(config_map("c"))
-    assert any(t.name.startswith("kctl-cache-") for t in threading.enumerate())
+    api = warm(etcd_apis())
+    assert cache_threads()
     api.close()
-    assert not [t.name for t in threading.enumerate() if t.name.startswith("kctl-cache-")]
+    assert not cache_threads()
 
 
 def test_sqlite_reads_the_store_and_starts_no_cache(tmp_path):
