@@ -2,11 +2,23 @@
 
 The node agent (kctl.agent.agent) records what it does to pods ("Pulled", "Started",
 "BackOff", ...) and controllers record their decisions here too; `kctl describe` shows
-them. An Event this process repeats for the same object (same involvedObject uid,
-reason, message and source) is not stored again: the existing Event's `count` and
-`lastTimestamp` are bumped, as Kubernetes' event correlator does, from an in-memory
-index (never by listing the namespace's Events). A bump is a read-modify-write retried
-on Conflict (kctl.client.retry.retry_on_conflict, UPDATE_ATTEMPTS in all, then a warning).
+them. Every Event passes this process's `Correlator` first, as client-go's
+EventCorrelator (tools/record/events_cache.go), with its defaults:
+
+- aggregation: the 10th Event about one object from one source with the same type and
+  reason but a new message within 10 minutes (and every later one) is recorded as one
+  "(combined from similar events): <latest message>" Event whose count grows;
+- a spam filter: a token bucket per source and object, a burst of 25 Events, refilled
+  at one per 5 minutes; an Event that finds it empty is dropped (logged at debug).
+
+So a ReplicaSet creating 100 pods at once records 9 SuccessfulCreate Events and one
+combined Event of count 16, and its Events stop there until the bucket refills.
+
+An Event this process repeats for the same object (same involvedObject uid, reason,
+message and source) is not stored again: the existing Event's `count` and
+`lastTimestamp` are bumped, from an in-memory index (never by listing the namespace's
+Events). A bump is a read-modify-write retried on Conflict
+(kctl.client.retry.retry_on_conflict, UPDATE_ATTEMPTS in all, then a warning).
 
 `record` never raises: an Event is best effort, and failing to write one must not stop
 the work it reports (the failure is logged). `record_all` records many Events at once, the
@@ -39,7 +51,15 @@ DEFAULT_NAMESPACE = "default"
 MAX_MESSAGE = 1024
 INDEX_SIZE = 4096
 UPDATE_ATTEMPTS = 3
+#: client-go's EventCorrelator defaults: aggregate from the 10th similar Event in 10 minutes ...
+AGGREGATE_MAX_EVENTS = 10
+AGGREGATE_WINDOW = 600.0
+COMBINED_PREFIX = "(combined from similar events): "
+#: ... and a burst of 25 Events per source and object, one more every 5 minutes
+SPAM_BURST = 25
+SPAM_REFILL_SECONDS = 300.0
 
+#: (store, namespace, uid, reason, message, component, host, fieldPath)
 _Key = tuple[str, str, str, str, str, str, str, str]
 
 
@@ -73,6 +93,56 @@ class _Index:
 _INDEX = _Index(INDEX_SIZE)
 
 
+class Correlator:
+    """Aggregation and spam filter of the Events this process records (see module doc).
+
+    `correlate` takes an Event's key and returns the key and message to record it under
+    (its own, or its similar Events' combined one), or None when the spam filter drops
+    it. One per process (`CORRELATOR`), as client-go keeps one per broadcaster; its caches
+    are LRUs of INDEX_SIZE entries. A dropped Event counts nowhere (client-go's cache
+    would still count it in the next Event that passes).
+    """
+
+    def __init__(self, *, clock=time.monotonic, size: int = INDEX_SIZE) -> None:
+        self.clock = clock
+        self._size = size
+        self._lock = threading.Lock()
+        #: (store, namespace, uid, type, reason, component, host) -> (messages seen, last seen)
+        self._similar: OrderedDict[tuple, tuple[set[str], float]] = OrderedDict()
+        #: (store, namespace, uid, component, host) -> (tokens, when counted)
+        self._buckets: OrderedDict[tuple, tuple[float, float]] = OrderedDict()
+
+    def correlate(self, key: _Key, type_: str) -> tuple[_Key, str] | None:
+        where, namespace, uid, reason, message, component, host, field_path = key
+        now = self.clock()
+        with self._lock:
+            routed, text = key, message
+            similar = (where, namespace, uid, type_, reason, component, host)
+            seen, last = self._similar.pop(similar, (set(), now))
+            if now - last > AGGREGATE_WINDOW:
+                seen = set()
+            seen.add(message)
+            if len(seen) >= AGGREGATE_MAX_EVENTS:
+                seen.pop()  # the set stays below the maximum, as client-go's PopAny keeps it
+                routed = (where, namespace, uid, reason, COMBINED_PREFIX, component, host, field_path)
+                text = (COMBINED_PREFIX + message)[:MAX_MESSAGE]
+            self._remember(self._similar, similar, (seen, now))
+            source = (where, namespace, uid, component, host)
+            tokens, counted = self._buckets.pop(source, (float(SPAM_BURST), now))
+            tokens = min(float(SPAM_BURST), tokens + (now - counted) / SPAM_REFILL_SECONDS)
+            allowed = tokens >= 1.0
+            self._remember(self._buckets, source, (tokens - 1.0 if allowed else tokens, now))
+        return (routed, text) if allowed else None
+
+    def _remember(self, cache: OrderedDict, key: tuple, value: tuple) -> None:
+        cache[key] = value
+        while len(cache) > self._size:
+            cache.popitem(last=False)
+
+
+CORRELATOR = Correlator()
+
+
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -98,42 +168,57 @@ def record(api: API, involved: dict, *, type: str, reason: str, message: str, co
     `type` is "Normal" or "Warning". Never raises.
     """
     try:
-        _record(api, involved, type=type, reason=reason, message=message[:MAX_MESSAGE], component=component,
-                field_path=field_path, host=host)
+        routed = CORRELATOR.correlate(_key(api, involved, reason, message[:MAX_MESSAGE], component, host,
+                                           field_path), type)
+        if routed is None:
+            _dropped(involved, reason)
+            return
+        key, text = routed
+        _record(api, involved, key, type=type, message=text)
     except Exception as exc:  # best effort: log and carry on
         meta = involved.get("metadata") or {}
         log.warning("cannot record event %s for %s %s/%s: %s", reason, involved.get("kind"),
                     meta.get("namespace", ""), meta.get("name"), exc)
 
 
-def _record(api: API, involved: dict, *, type: str, reason: str, message: str, component: str, field_path: str,
-            host: str) -> None:
+def _key(api: API, involved: dict, reason: str, message: str, component: str, host: str, field_path: str) -> _Key:
     meta = involved.get("metadata") or {}
-    namespace = meta.get("namespace") or DEFAULT_NAMESPACE
-    uid = meta.get("uid", "")
-    key: _Key = (api.where, namespace, uid, reason, message, component, host, field_path)
+    return (api.where, meta.get("namespace") or DEFAULT_NAMESPACE, meta.get("uid", ""), reason, message, component,
+            host, field_path)
+
+
+def _dropped(involved: dict, reason: str) -> None:
+    meta = involved.get("metadata") or {}
+    log.debug("event %s for %s %s/%s dropped by the spam filter", reason, involved.get("kind"),
+              meta.get("namespace", ""), meta.get("name"))
+
+
+def _record(api: API, involved: dict, key: _Key, *, type: str, message: str, count: int = 1) -> None:
+    """Bump the Event stored for `key` by `count` (its message becomes `message`), or create it."""
+    _, namespace, _, reason, _, component, host, field_path = key
     rt = api.resource("events")
 
     def attempt() -> None:
         """Bump this process's Event for `key` (read again), or create it when there is none."""
         existing = _find(api, rt, key)
         if existing is not None:
-            existing["count"] = int(existing.get("count") or 1) + 1
+            existing["count"] = int(existing.get("count") or 1) + count
             existing["lastTimestamp"] = _now()
+            existing["message"] = message  # a combined Event shows the latest of its similar Events
             try:
                 api.update(existing)  # Conflict: someone else bumped it; read again
                 return
             except NotFound:
                 _INDEX.drop(key)  # deleted meanwhile (TTL): record it anew
         created = _create(api, involved, namespace, type=type, reason=reason, message=message,
-                          component=component, field_path=field_path, host=host)
+                          component=component, field_path=field_path, host=host, count=count)
         _INDEX.put(key, created["metadata"]["name"])
 
     try:
         retry_on_conflict(attempt, attempts=UPDATE_ATTEMPTS)
     except Conflict:
         log.warning("event %s for %s/%s: gave up after %d conflicting updates", reason, namespace,
-                    meta.get("name"), UPDATE_ATTEMPTS)
+                    (involved.get("metadata") or {}).get("name"), UPDATE_ATTEMPTS)
 
 
 def _find(api: API, rt: ResourceType, key: _Key) -> dict | None:
@@ -161,15 +246,17 @@ def _matches(event: dict, key: _Key) -> bool:
     _, _, uid, reason, message, component, host, field_path = key
     involved = event.get("involvedObject") or {}
     source = event.get("source") or {}
-    return (involved.get("uid", "") == uid and event.get("reason") == reason and event.get("message") == message
+    text = event.get("message") or ""
+    same_message = text.startswith(message) if message == COMBINED_PREFIX else text == message
+    return (involved.get("uid", "") == uid and event.get("reason") == reason and same_message
             and source.get("component", "") == component and source.get("host", "") == host
             and involved.get("fieldPath", "") == field_path)
 
 
 def _create(api: API, involved: dict, namespace: str, *, type: str, reason: str, message: str, component: str,
-            field_path: str, host: str) -> dict:
+            field_path: str, host: str, count: int = 1) -> dict:
     event = _event_object(involved, namespace, type=type, reason=reason, message=message, component=component,
-                          field_path=field_path, host=host)
+                          field_path=field_path, host=host, count=count)
     base = (involved.get("metadata") or {}).get("name") or "event"
     for suffix in (f"{time.time_ns():x}", secrets.token_hex(8)):
         event["metadata"]["name"] = f"{base}.{suffix}"
@@ -214,49 +301,58 @@ class EventRequest:
 def record_all(api: API, requests: Iterable[EventRequest]) -> None:
     """`record` for many Events: the new ones created in one transaction, repeats bumped. Never raises.
 
-    Requests repeating one Event (same object, reason, message, source) count once each,
-    as if recorded one after another; an Event this process recorded before is bumped.
+    Each request passes the Correlator in order, as if recorded one after another; those
+    that end up as one Event (repeats, or similar ones combined) are written once, with
+    their count (a bump adds it in one update).
     """
-    grouped: dict[_Key, tuple[EventRequest, int]] = {}
-    for req in requests:
-        meta = req.involved.get("metadata") or {}
-        namespace = meta.get("namespace") or DEFAULT_NAMESPACE
-        key: _Key = (api.where, namespace, meta.get("uid", ""), req.reason, req.message[:MAX_MESSAGE],
-                     req.component, req.host, req.field_path)
-        first, count = grouped.get(key, (req, 0))
-        grouped[key] = (first, count + 1)
+    grouped: dict[_Key, tuple[EventRequest, int, str]] = {}
     try:
+        for req in requests:
+            routed = CORRELATOR.correlate(_key(api, req.involved, req.reason, req.message[:MAX_MESSAGE],
+                                               req.component, req.host, req.field_path), req.type)
+            if routed is None:
+                _dropped(req.involved, req.reason)
+                continue
+            key, text = routed
+            first, count, _ = grouped.get(key, (req, 0, text))
+            grouped[key] = (first, count + 1, text)
         _record_grouped(api, grouped)
     except Exception as exc:  # best effort: log and carry on
         log.warning("cannot record %d events: %s", len(grouped), exc)
 
 
-def _record_grouped(api: API, grouped: dict[_Key, tuple[EventRequest, int]]) -> None:
-    creates: list[tuple[_Key, EventRequest, dict]] = []
-    for key, (req, count) in grouped.items():
-        if _INDEX.get(key) is not None:  # seen before: bump it (one update per repeat, as record does)
-            for _ in range(count):
-                record(api, req.involved, type=req.type, reason=req.reason, message=req.message,
-                       component=req.component, field_path=req.field_path, host=req.host)
+def _record_grouped(api: API, grouped: dict[_Key, tuple[EventRequest, int, str]]) -> None:
+    creates: list[tuple[_Key, EventRequest, int, str, dict]] = []
+    for key, (req, count, text) in grouped.items():
+        if _INDEX.get(key) is not None:  # seen before: bump it by count, in one update
+            _record_one(api, req, key, text, count)
             continue
-        event = _event_object(req.involved, key[1], type=req.type, reason=req.reason, message=key[4],
+        event = _event_object(req.involved, key[1], type=req.type, reason=req.reason, message=text,
                               component=req.component, field_path=req.field_path, host=req.host, count=count)
         base = (req.involved.get("metadata") or {}).get("name") or "event"
         event["metadata"]["name"] = f"{base}.{time.time_ns():x}{secrets.token_hex(2)}"
-        creates.append((key, req, event))
+        creates.append((key, req, count, text, event))
     if not creates:
         return
-    results = api.write_all([("create", event) for _, _, event in creates])
-    for (key, req, _), result in zip(creates, results):
+    results = api.write_all([("create", event) for *_, event in creates])
+    for (key, req, count, text, _), result in zip(creates, results):
         if result.error is None and result.obj is not None:
             _INDEX.put(key, result.obj["metadata"]["name"])
         elif isinstance(result.error, AlreadyExists):  # a name clash: the one-at-a-time path picks another
-            record(api, req.involved, type=req.type, reason=req.reason, message=req.message,
-                   component=req.component, field_path=req.field_path, host=req.host)
+            _record_one(api, req, key, text, count)
         elif result.error is not None:
             meta = req.involved.get("metadata") or {}
             log.warning("cannot record event %s for %s %s/%s: %s", req.reason, req.involved.get("kind"),
                         meta.get("namespace", ""), meta.get("name"), result.error)
 
 
-__all__ = ["EventRequest", "record", "record_all", "involved_reference"]
+def _record_one(api: API, req: EventRequest, key: _Key, text: str, count: int) -> None:
+    try:
+        _record(api, req.involved, key, type=req.type, message=text, count=count)
+    except Exception as exc:  # best effort: log and carry on
+        meta = req.involved.get("metadata") or {}
+        log.warning("cannot record event %s for %s %s/%s: %s", req.reason, req.involved.get("kind"),
+                    meta.get("namespace", ""), meta.get("name"), exc)
+
+
+__all__ = ["CORRELATOR", "Correlator", "EventRequest", "record", "record_all", "involved_reference"]

@@ -360,7 +360,8 @@ class ReplicaSetController:
     # -- reconcile ---------------------------------------------------------------------------
 
     def reconcile(self, key: str) -> float | None:
-        """syncReplicaSet; Events are recorded after the status write, off the rollout's critical path."""
+        """syncReplicaSet; Events are recorded after the status write (by the manager's worker: once the key
+        is released, see DeferredEvents), off the rollout's critical path."""
         self._events.recorder = getattr(self.ctx, "recorder", None)
         with self._events.deferred():
             return self._sync(key)
