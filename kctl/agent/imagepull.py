@@ -5,6 +5,11 @@ container's imagePullPolicy (Never / IfNotPresent / Always), pulls with the pod'
 imagePullSecrets, backs off after a failed pull (ErrImagePull, then ImagePullBackOff),
 and, where no registry can have the image (localhost/...) or the pull failed, copies it
 from a host that has it through the agent's ImageCopier (kctl.agent.images).
+
+Under Never and IfNotPresent the runtime is not asked first whether the image is there:
+the container's create says so (ImageNotFound), and only then does lifecycle call
+`ensure_image(..., present=False)` (`create_checks_image`; one Podman call less per
+container, as CRI's CreateContainer fails on a missing image). Under Always the pull comes first.
 """
 
 from __future__ import annotations
@@ -19,14 +24,30 @@ from kctl.runtime.interface import RuntimeError_
 IMAGE_KEY = "image:"  # back-off key (uid, IMAGE_KEY + container) for image pulls
 
 
-def ensure_image(s: PodSyncState, container: dict, kind: str) -> bool:
-    """Whether the image is there to use, pulling it per imagePullPolicy (with back-off)."""
+def create_checks_image(container: dict) -> bool:
+    """Whether the container is created before its image is looked for (Never, IfNotPresent: see above)."""
+    return pull_policy(container) != "Always"
+
+
+def image_already_present(s: PodSyncState, container: dict, kind: str) -> None:
+    """The kubelet's event for an image that needed no pull."""
     name, image = str(container.get("name", "")), str(container.get("image", ""))
-    policy, present = pull_policy(container), s.runtime.image_present(image)
+    s.event("Normal", "Pulled", f'Container image "{image}" already present on machine', kind, name)
+
+
+def ensure_image(s: PodSyncState, container: dict, kind: str, *, present: bool | None = None) -> bool:
+    """Whether the image is there to use, pulling it per imagePullPolicy (with back-off).
+
+    `present` is what the caller knows already (a create found no image); None: the runtime is asked.
+    """
+    name, image = str(container.get("name", "")), str(container.get("image", ""))
+    policy = pull_policy(container)
+    if present is None:
+        present = s.runtime.image_present(image)
     key = (s.uid, IMAGE_KEY + name)
     if policy == "Never" or (policy == "IfNotPresent" and present):
         if present:
-            s.event("Normal", "Pulled", f'Container image "{image}" already present on machine', kind, name)
+            image_already_present(s, container, kind)
             return True
         message = f'Container image "{image}" is not present with pull policy of Never'
         s.wait(name, kind, ("ErrImageNeverPull", message), ("Warning", "ErrImageNeverPull", message))
@@ -102,4 +123,4 @@ def _copy(s: PodSyncState, copier: ImageCopier, container: dict, kind: str, key:
     return True
 
 
-__all__ = ["IMAGE_KEY", "ensure_image"]
+__all__ = ["IMAGE_KEY", "create_checks_image", "ensure_image", "image_already_present"]

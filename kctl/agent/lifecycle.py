@@ -5,23 +5,23 @@ one to restart), `start_existing` for one created but never started, and `kill` 
 liveness verdict or an image change; kctl.agent.termination calls `kill` to stop a pod.
 
 Making an instance: the environment is resolved (CreateContainerConfigError when it
-cannot be), the image ensured (kctl.agent.imagepull), the container created
-(CreateContainerError, with back-off), its volume files written
-(kctl.agent.volumesetup), then started (RunContainerError); a failing postStart hook
-kills it again (FailedPostStartHook). Killing runs the preStop hook first, all within
-the grace period.
+cannot be), the image ensured (kctl.agent.imagepull: under Never and IfNotPresent only
+when the create found no image), the container created (CreateContainerError, with
+back-off), its volume files written (kctl.agent.volumesetup), then started
+(RunContainerError); a failing postStart hook kills it again (FailedPostStartHook).
+Killing runs the preStop hook first, all within the grace period.
 """
 
 from __future__ import annotations
 
 from kctl.agent.containers import container_spec, security_error
 from kctl.agent.env import resolve_env
-from kctl.agent.imagepull import ensure_image
+from kctl.agent.imagepull import create_checks_image, ensure_image, image_already_present
 from kctl.agent.probes import named_ports
 from kctl.agent.syncstate import PodSyncState, stop_grace
 from kctl.agent.volumes import mounts_for, named_volumes
 from kctl.agent.volumesetup import write_volume_files
-from kctl.runtime.interface import ContainerSpec, ContainerState, RuntimeError_
+from kctl.runtime.interface import ContainerSpec, ContainerState, ImageNotFound, RuntimeError_
 
 #: seconds after starting a container before the sync that reports it ready (the kubelet
 #: reports a container it started from its next relist, about a second later)
@@ -41,12 +41,13 @@ def create_and_start(s: PodSyncState, container: dict, kind: str, restart_count:
     if errors:
         s.wait(name, kind, ("CreateContainerConfigError", errors[0]), ("Warning", "Failed", f"Error: {errors[0]}"))
         return None
-    if not ensure_image(s, container, kind):
+    image_known = not create_checks_image(container)
+    if image_known and not ensure_image(s, container, kind):
         return None
     spec = container_spec(s.pod, container, kind=kind, env=env,
                           mounts=mounts_for(s.pod, container, named_volumes(s.pod), env=env, claims=s.claims),
                           restart_count=restart_count)
-    container_id = _create(s, container, kind, spec)
+    container_id = _create(s, container, kind, spec, image_known=image_known)
     if container_id is None:
         return None
     try:
@@ -58,14 +59,24 @@ def create_and_start(s: PodSyncState, container: dict, kind: str, restart_count:
     return _start(s, container, kind, container_id)
 
 
-def _create(s: PodSyncState, container: dict, kind: str, spec: ContainerSpec) -> str | None:
+def _create(s: PodSyncState, container: dict, kind: str, spec: ContainerSpec, *, image_known: bool) -> str | None:
+    """Create the instance; unless image_known, a missing image is ensured (pulled, copied), the create retried."""
     name = str(container.get("name", ""))
     warnings: list[str] = []
     try:
         container_id = s.runtime.create_container(s.sandbox.id if s.sandbox else "", spec, warnings=warnings)
+    except ImageNotFound as error:
+        if image_known:
+            _creation_failed(s, container, kind, str(error))
+            return None
+        if not ensure_image(s, container, kind, present=False):
+            return None
+        return _create(s, container, kind, spec, image_known=True)
     except RuntimeError_ as error:
         _creation_failed(s, container, kind, str(error))
         return None
+    if not image_known:
+        image_already_present(s, container, kind)
     s.event("Normal", "Created", f"Created container {name}", kind, name)
     for warning in warnings:  # e.g. limits that rootless Podman on cgroup v1 ignores
         s.event("Warning", "RuntimeWarning", f"Podman: {warning}", kind, name)

@@ -13,9 +13,9 @@ both), and never raises: a failure becomes a waiting reason, a Warning event and
 What sync_pod does, in order (see docs/agent.md); each step is a module working on the
 sync's shared state (kctl.agent.syncstate.PodSyncState):
 1. find the Podman pod by the pod-uid label (adopting one made before an agent restart),
-   or create it; a dead one is removed and made again (SandboxChanged), except under
-   restartPolicy Never once containers ran (the pod then ends as they did)
-   (kctl.agent.sandbox);
+   or create it (its containers are listed only when it was not made just now); a dead
+   one is removed and made again (SandboxChanged), except under restartPolicy Never once
+   containers ran (the pod then ends as they did) (kctl.agent.sandbox);
 2. create the pod's named volumes and compute the files of configMap/secret/downwardAPI
    volumes (a missing source keeps containers from being created: FailedMount)
    (kctl.agent.volumesetup);
@@ -75,7 +75,7 @@ def _run(s: PodSyncState) -> SyncResult:
     s.sandbox = ensure_sandbox(s)
     if s.sandbox is None:
         return s.result()
-    s.containers = s.list_containers()
+    s.containers = [] if s.new_sandbox else s.list_containers()  # a sandbox just made holds none
     if not s.sandbox.running:  # restartPolicy Never: what ran stays as it ended
         return s.result()
     ensure_volumes(s)

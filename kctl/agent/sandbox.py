@@ -59,6 +59,7 @@ def ensure_sandbox(s: PodSyncState) -> PodSandbox | None:
         s.requeue.append(s.ctx.backoff.remaining(key, s.now))
         return None
     s.ctx.backoff.clear(key)
+    s.new_sandbox = True
     return sandbox
 
 

@@ -112,6 +112,8 @@ class PodSyncState:
         #: ids of the container instances this sync started (not ready before the next look)
         self.started: set[str] = set()
         self.sandbox: PodSandbox | None = None
+        #: the sandbox was made by this sync: it holds no container yet (no need to list them)
+        self.new_sandbox = False
         self.containers: list[ContainerState] = []
         self.files: dict[str, Files] = {}
         self.mount_error = ""

@@ -2,6 +2,8 @@
 
 A part of PodmanRuntime (kctl.runtime.podman.runtime), called by the node agent through the
 Runtime interface: list, create (and start, so the pod has its IP when returned), remove.
+A pod made here names its infra container `<pod name>-infra` (INFRA_SUFFIX), so the IP is
+one inspect of that name after the start (not a pod inspect for the infra's id first).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from kctl.runtime.interface import PodSandbox, PodSandboxSpec, RuntimeError_
 from kctl.runtime.podman.connection import ServiceCalls
 from kctl.runtime.podman.errors import calling, one_line
 from kctl.runtime.podman.specgen import infra_running, label_filters, labels_match, port_mappings, with_managed_label
+
+INFRA_SUFFIX = "-infra"  # the infra container of pod NAME is NAME-infra (Podman's default: <pod id[:12]>-infra)
 
 
 class PodSandboxes(ServiceCalls):
@@ -36,7 +40,8 @@ class PodSandboxes(ServiceCalls):
     def create_pod(self, spec: PodSandboxSpec) -> PodSandbox:
         """Create the pod and start its infra container, so it has its IP when returned."""
         labels = with_managed_label(spec.labels)
-        body: dict[str, Any] = {"name": spec.name, "labels": labels,
+        infra_name = spec.name + INFRA_SUFFIX
+        body: dict[str, Any] = {"name": spec.name, "labels": labels, "infra_name": infra_name,
                                 "portmappings": port_mappings(spec)}
         if spec.hostname:
             body["hostname"] = spec.hostname
@@ -52,8 +57,7 @@ class PodSandboxes(ServiceCalls):
         try:
             with calling(f"start pod {spec.name}"):
                 self._start_pod(pod_id, spec.name)
-                infra = self._get(f"/pods/{pod_id}/json").get("InfraContainerID", "")
-                ip = self._infra_ip(infra)
+            ip = self._infra_ip(infra_name)
         except RuntimeError_:
             with contextlib.suppress(RuntimeError_):
                 self.remove_pod(pod_id)
@@ -94,4 +98,4 @@ class PodSandboxes(ServiceCalls):
             self._delete(f"/pods/{pod_id}", params={"force": True})
 
 
-__all__ = ["PodSandboxes"]
+__all__ = ["INFRA_SUFFIX", "PodSandboxes"]
