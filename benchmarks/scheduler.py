@@ -5,7 +5,8 @@ For each node count it writes a store once (Node objects with capacity as the no
 agent reports it, no agent; 10,000 pending Pods, each requesting 100m CPU and 500Mi, as
 kube-scheduler's scheduler_perf SchedulingBasic does), then, per run, copies it and
 starts a fresh process that runs `Scheduler(api).run(stop)` as `kctl daemon` would
-(the nodes and pods informers of kctl.client.informer, bind worker, events) and waits
+(the nodes and pods informers of kctl.client.informer, bind worker, events; garbage
+collected with kctl's thresholds, kctl.cli.main.GC_THRESHOLD) and waits
 until every pod is bound in the store. Reported: pods bound per second from the
 scheduler's start (its initial list included), median of the runs; the CPU seconds the
 process used for them (a figure the other load of a shared machine disturbs less than
@@ -198,8 +199,12 @@ class ThreadProfiles:
 def child(spec: dict, pods: int, bind_batch: int, percentage: int | None, shared_informers: bool, *,
           trace: bool = False) -> None:
     """One run, in its own process: schedule until every pod is bound; print JSON."""
+    import gc
     import resource
 
+    from kctl.cli.main import GC_THRESHOLD
+
+    gc.set_threshold(GC_THRESHOLD, 10, 10)  # as in every kctl process, `kctl daemon` included (kctl.cli.main)
     from kctl.apiserver.server import APIServer
     from kctl.scheduler.config import SchedulerConfig
     from kctl.scheduler.scheduler import Scheduler, SchedulerSettings
