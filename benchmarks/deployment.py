@@ -4,7 +4,8 @@ Run with `.venv/bin/python benchmarks/deployment.py [--runs N] [--ready-delay S]
 In one process: a real store in a temporary folder, the controller manager running the
 ReplicaSet and Deployment controllers, kctl.testing's FakeKubelet (pods Ready
 `ready_delay` seconds after they start) and a small batching binder standing in for the
-scheduler. Each run changes the image (maxSurge=25%, maxUnavailable=25%) and times until
+scheduler; garbage collected with kctl's thresholds, kctl.cli.main.GC_THRESHOLD, as in `kctl
+daemon`. Each run changes the image (maxSurge=25%, maxUnavailable=25%) and times until
 the Deployment is complete (every replica updated and available, old ReplicaSets empty).
 
 The ideal is the number of readiness waves the rollout needs when every controller step
@@ -266,6 +267,11 @@ def main() -> None:
                         help="seconds from start to Ready (repeatable; default 0.2 and 1.0)")
     parser.add_argument("--nodes", type=int, default=10)
     args = parser.parse_args()
+    import gc
+
+    from kctl.cli.main import GC_THRESHOLD
+
+    gc.set_threshold(GC_THRESHOLD, 10, 10)  # as in every kctl process, `kctl daemon` included (kctl.cli.main)
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
     print("| replicas | ready delay | waves | ideal | median rollout | ratio | runs | process CPU per rollout |")
     print("|---:|---:|---:|---:|---:|---:|---|---:|")
