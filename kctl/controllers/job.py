@@ -417,8 +417,21 @@ class JobController:
                 raise _Retry(f"job {key}: deleting pod {meta['name']} failed: {exc}") from exc
 
     def _write_status(self, job: dict, status: dict) -> None:
-        """Write status when it changed (on a Conflict onto the Job read again, as updateJobStatus does)."""
-        self.status_writer.write(job, status)
+        """Write status when it changed (on a Conflict onto the Job read again, as updateJobStatus does).
+
+        The terminal counts never go below the Job's as written: a pass that read a Job older
+        than the last status write (its cache behind) must not undo the counts that write made
+        (the pods it counted may be gone by now), as the counts never go below the old status.
+        """
+        def onto(current: dict) -> dict:
+            written = current.get("status") or {}
+            merged = dict(status)
+            for field in ("succeeded", "failed"):
+                if field in merged:
+                    merged[field] = max(int(merged[field] or 0), int(written.get(field) or 0))
+            return merged
+
+        self.status_writer.write(job, onto)
 
     def _event(self, job: dict, type_: str, reason: str, message: str) -> None:
         self._events.add(job, type_, reason, message)

@@ -8,6 +8,7 @@ moves; waits have a time limit only to turn a hang into a failure.
 from __future__ import annotations
 
 import contextlib
+import copy
 import datetime as dt
 import threading
 
@@ -347,3 +348,19 @@ def test_suspend_deletes_active_pods_and_stops_the_deadline(api):
         failed = wait_for(lambda: condition(api, "Failed"), what="the Job fails at the deadline after resume")
         assert failed["reason"] == "DeadlineExceeded"
     assert get_job(api)["status"]["failed"] == 2, "pods deleted by the suspension are not failures"
+
+
+def test_a_pass_on_a_stale_job_never_lowers_the_terminal_counts(api):
+    """A pass that read the Job before the last status write (its cache behind, the pods it counted since
+    deleted) writes onto the Job read again without lowering succeeded/failed (the count a deadline made)."""
+    from kctl.client.statuswriter import StatusWriter
+
+    stale = api.create(job(exit_code=None, activeDeadlineSeconds=30))
+    fresh = copy.deepcopy(stale)
+    fresh["status"] = {"active": 0, "failed": 2, "succeeded": 1}
+    api.update_status(fresh)
+    controller = jc.JobController()
+    controller.status_writer = StatusWriter(api)
+    controller._write_status(stale, {"active": 0, "failed": 0, "succeeded": 0, "ready": 0})
+    status = get_job(api)["status"]
+    assert (status["failed"], status["succeeded"], status["active"]) == (2, 1, 0)
