@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from kctl.machinery import compactjson
+
 log = logging.getLogger("kctl.audit")
 
 ENV_PATH = "KCTL_AUDIT_LOG"
@@ -50,7 +52,7 @@ _GROUPS = frozenset({"rollout", "node", "sync", "image", "create", "set", "auth"
 _ROOT_OPTIONS = frozenset({"--store", "--server", "--identity", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile",
                            "--etcd-state-dir"})
 
-_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_encode = compactjson.text  # json's compact text, by orjson
 _client: contextvars.ContextVar[str | None] = contextvars.ContextVar("kctl_audit_client", default=None)
 _process_agent: str | None = None
 
