@@ -72,9 +72,12 @@ class BatchBinder:
         self.api, self.nodes, self.next = api, nodes, 0
         self.pending: queue.Queue = queue.Queue()
 
-    def start(self, stop: threading.Event) -> None:
-        threading.Thread(target=self._watch, args=(stop,), daemon=True).start()
-        threading.Thread(target=self._bind, args=(stop,), daemon=True).start()
+    def start(self, stop: threading.Event) -> list[threading.Thread]:
+        threads = [threading.Thread(target=self._watch, args=(stop,), daemon=True),
+                   threading.Thread(target=self._bind, args=(stop,), daemon=True)]
+        for thread in threads:
+            thread.start()
+        return threads
 
     def _watch(self, stop: threading.Event) -> None:
         rt = self.api.resource("pods")
@@ -215,8 +218,7 @@ def run(*, replicas: int, runs: int, ready_delay: float, nodes: int) -> dict:
         stop = threading.Event()
         names = [f"node-{i}" for i in range(nodes)]
         kubelet = FakeKubelet(api, nodes=names, ready_delay=ready_delay)
-        kubelet.start(stop)
-        BatchBinder(api, names).start(stop)
+        threads = [kubelet.start(stop), *BatchBinder(api, names).start(stop)]
         manager = ControllerManager(api, [ReplicaSetController(), DeploymentController()])
         manager.start(stop)
         cpu: list[float] = []
@@ -250,6 +252,8 @@ def run(*, replicas: int, runs: int, ready_delay: float, nodes: int) -> dict:
             stopper = getattr(kubelet, "stop", None)
             if callable(stopper):
                 stopper()
+            for thread in threads:  # none may write (and make the audit folder again) once the folder goes
+                thread.join(10)
             store.close()
     waves = ideal_waves(replicas, "25%", "25%")
     ideal = waves * ready_delay
