@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from kctl.store.contract import ENCRYPTED_KINDS, StoreError  # noqa: F401  (the kinds sealed, kept by the contract)
 
 if TYPE_CHECKING:  # the crypto library is imported only when a Secret is sealed or opened
+    import sqlite3
+
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 PREFIX = b"k8s:enc:aesgcm:v1:"
@@ -80,6 +82,28 @@ class StoreKeys:
         if self._ring is None:
             self._ring = KeyRing(self.key_path)
         return self._ring
+
+    def check_backup_keys(self, src: "sqlite3.Connection", source: Path, *, tables: tuple[str, ...],
+                          put_key: str) -> None:
+        """StoreError unless every key a backup's Secrets are sealed with opens them with this store's key file.
+
+        `src`: the backup (kctl's backup format, a SQLite store file); one sealed row of `tables`
+        is tried per key. `put_key` says in the message where the backup's key file belongs.
+        """
+        tried: set[str | None] = set()
+        for table in tables:
+            for kind, namespace, name, data in src.execute(
+                    f"SELECT kind, namespace, name, data FROM {table} WHERE typeof(data)='blob'"):
+                key = key_name_of(data)
+                if key in tried:
+                    continue
+                tried.add(key)
+                try:
+                    self.keyring().open(data, aad(kind, namespace, name), what=f"{kind} {namespace}/{name}")
+                except EncryptionError as exc:
+                    raise StoreError(f"{source}: cannot restore: its Secrets do not open with this store's key "
+                                     f"file ({exc.message}); put the key file of the store the backup was made "
+                                     f"from {put_key}, see docs/security.md") from None
 
 
 def aad(kind: str, namespace: str, name: str) -> bytes:

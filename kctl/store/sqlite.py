@@ -843,7 +843,7 @@ class Store(StoreKeys):
         if ok != "ok":
             raise StoreError(f"{source}: backup fails its integrity check: {ok}")
         try:
-            self._check_backup_keys(src, source)
+            self.check_backup_keys(src, source, tables=("objects", "changes"), put_key="beside this store")
         except BaseException:
             src.close()
             raise
@@ -867,21 +867,3 @@ class Store(StoreKeys):
         self._changed(head)
         return head
 
-    def _check_backup_keys(self, src: sqlite3.Connection, source: Path) -> None:
-        """Every key a backup's Secrets are sealed with must open them with this store's key file."""
-        from kctl.store.encryption import EncryptionError, aad, key_name_of
-
-        tried: set[str | None] = set()
-        for table in ("objects", "changes"):
-            for kind, namespace, name, data in src.execute(
-                    f"SELECT kind, namespace, name, data FROM {table} WHERE typeof(data)='blob'"):
-                key = key_name_of(data)
-                if key in tried:
-                    continue
-                tried.add(key)
-                try:
-                    self.keyring().open(data, aad(kind, namespace, name), what=f"{kind} {namespace}/{name}")
-                except EncryptionError as exc:
-                    raise StoreError(f"{source}: cannot restore: its Secrets do not open with this store's key "
-                                     f"file ({exc.message}); put the key file of the store the backup was made "
-                                     "from beside this store, see docs/security.md") from None

@@ -115,8 +115,6 @@ def _fill(store: "EtcdStore", conn: sqlite3.Connection) -> tuple[int, int]:
 
 def _open_backup(store: "EtcdStore", source: Path) -> sqlite3.Connection:
     """The backup file, read-only, checked: a kctl store whose Secrets open with this store's keys."""
-    from kctl.store.encryption import EncryptionError, aad, key_name_of
-
     try:
         src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
         ok = src.execute("PRAGMA integrity_check").fetchone()[0]
@@ -127,20 +125,11 @@ def _open_backup(store: "EtcdStore", source: Path) -> sqlite3.Connection:
     if ok != "ok":
         src.close()
         raise StoreError(f"{source}: backup fails its integrity check: {ok}")
-    tried: set[str | None] = set()
-    for kind, namespace, name, data in src.execute(
-            "SELECT kind, namespace, name, data FROM objects WHERE typeof(data)='blob'"):
-        key = key_name_of(data)
-        if key in tried:
-            continue
-        tried.add(key)
-        try:
-            store.keyring().open(data, aad(kind, namespace, name), what=f"{kind} {namespace}/{name}")
-        except EncryptionError as exc:
-            src.close()
-            raise StoreError(f"{source}: cannot restore: its Secrets do not open with this store's key file "
-                             f"({exc.message}); put the key file of the store the backup was made from at "
-                             f"{store.key_path} (this store's state), see docs/security.md") from None
+    try:
+        store.check_backup_keys(src, source, tables=("objects",), put_key=f"at {store.key_path} (this store's state)")
+    except StoreError:
+        src.close()
+        raise
     return src
 
 
