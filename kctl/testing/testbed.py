@@ -596,14 +596,18 @@ class TestBed:
             self._save()
         return host
 
-    def _start_control_host(self, host: ControlHost) -> None:
-        Path(host.folder).mkdir(mode=0o700, exist_ok=True)
+    def _plug_in(self, host: Host | ControlHost) -> None:
+        """The host's network namespace, its veth pair on the bed's bridge, address and links up."""
         run_command(["ip", "netns", "add", host.netns])
         run_command(["ip", "link", "add", host.veth, "type", "veth", "peer", "name", "eth0", "netns", host.netns])
         run_command(["ip", "link", "set", host.veth, "master", self.state.bridge, "up"])
         run_command(["ip", "-n", host.netns, "addr", "add", f"{host.address}/24", "dev", "eth0"])
         run_command(["ip", "-n", host.netns, "link", "set", "eth0", "up"])
         run_command(["ip", "-n", host.netns, "link", "set", "lo", "up"])
+
+    def _start_control_host(self, host: ControlHost) -> None:
+        Path(host.folder).mkdir(mode=0o700, exist_ok=True)
+        self._plug_in(host)
 
     @property
     def etcd_folder(self) -> Path:
@@ -671,12 +675,7 @@ class TestBed:
     def _start_host(self, host: Host) -> None:
         """Namespace and link, host key, image, sshd and Podman service of one recorded host."""
         Path(host.folder).mkdir(mode=0o700, exist_ok=True)
-        run_command(["ip", "netns", "add", host.netns])
-        run_command(["ip", "link", "add", host.veth, "type", "veth", "peer", "name", "eth0", "netns", host.netns])
-        run_command(["ip", "link", "set", host.veth, "master", self.state.bridge, "up"])
-        run_command(["ip", "-n", host.netns, "addr", "add", f"{host.address}/24", "dev", "eth0"])
-        run_command(["ip", "-n", host.netns, "link", "set", "eth0", "up"])
-        run_command(["ip", "-n", host.netns, "link", "set", "lo", "up"])
+        self._plug_in(host)
         make_key(host.host_key, comment=host.name)
         self._start_sshd(host)
         run_command(["podman", *host.podman_args(), "load", "-q", "-i", str(self.image_archive)], env=podman_env(),
