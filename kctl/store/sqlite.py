@@ -622,8 +622,8 @@ class Store(StoreKeys):
         """One page of raw change rows after `since`, bounded by count and by bytes of stored JSON.
 
         With `kind`, the rows of other kinds come without their data (None: not read). One
-        statement, itself a consistent read, as each watcher runs it whenever it is woken (a
-        commit of any kind): revisions are consecutive, so the horizon is read only when the
+        statement, itself a consistent read (a watcher behind the shared recent rows runs it
+        whenever it is woken): revisions are consecutive, so the horizon is read only when the
         page is empty or does not start right after `since` (compacted or restored past it: Gone).
         """
         budget = self.page_bytes if max_bytes is None else max_bytes
@@ -647,7 +647,7 @@ class Store(StoreKeys):
         return rows
 
     def _check_horizon(self, since: int) -> None:
-        horizon = self._conn().execute("SELECT value FROM meta WHERE key='compacted'").fetchone()[0]
+        horizon = self.compacted()
         if since < horizon:
             raise Gone(f"too old resource version: {since} (compacted to {horizon})")
 
@@ -706,7 +706,7 @@ class Store(StoreKeys):
         rows: list[tuple] = []
         size, complete = 0, True
         with self.snapshot() as conn:
-            horizon = conn.execute("SELECT value FROM meta WHERE key='compacted'").fetchone()[0]
+            horizon = self.compacted()
             cursor = conn.execute("SELECT rev, type, kind, namespace, name, data, length(data) FROM changes "
                                   "WHERE rev>? ORDER BY rev LIMIT ?", (recent.last, RECENT_ROWS + 1))
             for row in cursor:  # one row at a time: a page of at most page_bytes (and one row at least)
