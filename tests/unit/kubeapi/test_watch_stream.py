@@ -216,8 +216,8 @@ def test_a_client_leaving_ends_its_watch_and_the_idle_reader(kubeapi):
     cache = watchcache.cache_of(kubeapi.serving.ctx)
     cache.linger = 0  # the reader stops as its last watcher leaves (else a minute later)
 
-    def readers() -> set:
-        return {t for t in threading.enumerate() if t.name == "kubeapi-watchcache:configmaps"}
+    def readers() -> set:  # running ones: a thread still starting is listed too, and cannot be joined yet
+        return {t for t in threading.enumerate() if t.name == "kubeapi-watchcache:configmaps" and t.is_alive()}
 
     before = readers()
     watch = _Watch(kubeapi, "resourceVersion=1&timeoutSeconds=600")
