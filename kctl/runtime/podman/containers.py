@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from typing import Callable, TypeVar
 
 from podman import errors as podman_errors
 
@@ -18,6 +19,7 @@ from kctl.runtime.podman.errors import calling, one_line
 from kctl.runtime.podman.files import files_tar, safe_join
 from kctl.runtime.podman.specgen import container_specgen, container_state, label_filters, labels_match
 
+T = TypeVar("T")
 STOP_HTTP_SLACK = 15.0           # seconds a stop call may take beyond its own timeout
 #: Podman's inspect races a container's exit: it reads /proc/<pid>/cgroup of a process that has just ended and
 #: answers 500 "... /cgroup: no such process" (seen by a fresh-clone run); asked again a moment later, it reports
@@ -25,6 +27,10 @@ STOP_HTTP_SLACK = 15.0           # seconds a stop call may take beyond its own t
 EXIT_RACE = "/cgroup: no such process"
 INSPECT_ATTEMPTS = 3
 EXIT_RACE_PAUSE = 0.1
+#: Podman's archive copy into a container ran its copier subprocess, which ended before taking the files: 500
+#: "passing bulk input to subprocess: write |1: broken pipe" (seen by a fresh-clone run, a created container
+#: under load). The same files are put again, up to INSPECT_ATTEMPTS times, for that answer only.
+COPY_RACE = "passing bulk input to subprocess"
 
 
 class Containers(ServiceCalls):
@@ -88,23 +94,30 @@ class Containers(ServiceCalls):
             self._delete(f"/containers/{container_id}", params={"force": True, "v": True})
 
     def inspect_container(self, container_id: str) -> ContainerState:
-        for attempt in range(1, INSPECT_ATTEMPTS + 1):
-            try:
-                with calling(f"inspect container {container_id[:12]}"):
-                    return container_state(self._get(f"/containers/{container_id}/json"))
-            except RuntimeError_ as error:  # Podman's exit race (EXIT_RACE): ask again
-                if EXIT_RACE not in str(error) or attempt == INSPECT_ATTEMPTS:
-                    raise
-                time.sleep(EXIT_RACE_PAUSE)
-        raise AssertionError("unreachable")
+        return _asking_again(f"inspect container {container_id[:12]}", EXIT_RACE,
+                             lambda: container_state(self._get(f"/containers/{container_id}/json")))
 
     def write_files(self, container_id: str, directory: str, files: dict[str, tuple[bytes, int]]) -> None:
         """Put files (relative path -> (content, mode)) under directory in a created or running container."""
-        with calling(f"write files to {directory} in container {container_id[:12]}"):
-            archive = files_tar(files)
+        def put() -> None:
             response = self._api().put(f"/containers/{container_id}/archive",
-                                       params={"path": directory}, data=archive)
+                                       params={"path": directory}, data=files_tar(files))
             response.raise_for_status()
+
+        _asking_again(f"write files to {directory} in container {container_id[:12]}", COPY_RACE, put)
+
+
+def _asking_again(what: str, transient: str, call: Callable[[], T]) -> T:
+    """call() as `what`, again (INSPECT_ATTEMPTS in all, EXIT_RACE_PAUSE apart) while Podman answers `transient`."""
+    for attempt in range(1, INSPECT_ATTEMPTS + 1):
+        try:
+            with calling(what):
+                return call()
+        except RuntimeError_ as error:
+            if transient not in str(error) or attempt == INSPECT_ATTEMPTS:
+                raise
+            time.sleep(EXIT_RACE_PAUSE)
+    raise AssertionError("unreachable")
 
 
 __all__ = ["Containers"]

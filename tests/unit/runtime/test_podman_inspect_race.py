@@ -1,5 +1,6 @@
-"""Inspecting a container that is just exiting: Podman's transient "/proc/<pid>/cgroup: no such process" 500
-is asked again (kctl.runtime.podman.containers.EXIT_RACE); any other error, or the race every time, is raised."""
+"""Podman's transient 500s are asked again: inspecting a container that is just exiting ("/proc/<pid>/cgroup: no
+such process", kctl.runtime.podman.containers.EXIT_RACE) and putting files whose copier ended early (COPY_RACE);
+any other error, or the race every time, is raised."""
 
 from __future__ import annotations
 
@@ -60,4 +61,48 @@ def test_other_errors_and_a_lasting_race_are_raised(answers, calls):
     runtime = _Scripted(list(answers))
     with pytest.raises(RuntimeError_):
         runtime.inspect_container("c" * 64)
+    assert runtime.calls == calls
+
+
+COPY_RACE = "passing bulk input to subprocess: write |1: broken pipe"
+
+
+class _Response:
+    def __init__(self, answer: str | None) -> None:
+        self.answer = answer
+
+    def raise_for_status(self) -> None:
+        if self.answer is not None:
+            raise podman_errors.APIError("500 Server Error", explanation=self.answer)
+
+
+class _ScriptedPut(Containers):
+    """Containers whose archive PUT answers come from a script: an error message, or None for success."""
+
+    def __init__(self, answers: list[str | None]) -> None:
+        self.answers = answers
+        self.calls = 0
+
+    def _api(self) -> Any:
+        return self
+
+    def put(self, path: str, *, params: dict, data: bytes) -> _Response:
+        self.calls += 1
+        return _Response(self.answers.pop(0))
+
+
+@pytest.mark.parametrize("answers, calls, fails", [
+    ([None], 1, False),
+    ([COPY_RACE, None], 2, False),
+    ([COPY_RACE, COPY_RACE, COPY_RACE, None], 3, True),
+    (["some other failure", None], 1, True),
+], ids=["at-once", "one-race", "race-every-time", "other-error"])
+def test_files_are_put_again_when_podmans_copier_ends_early(answers, calls, fails):
+    """The copier's broken pipe is asked again, up to the attempts; another error, or the race every time, raises."""
+    runtime = _ScriptedPut(list(answers))
+    if fails:
+        with pytest.raises(RuntimeError_):
+            runtime.write_files("c" * 64, "/data", {"a.txt": (b"x", 0o644)})
+    else:
+        runtime.write_files("c" * 64, "/data", {"a.txt": (b"x", 0o644)})
     assert runtime.calls == calls
